@@ -1,0 +1,1 @@
+//! ckopt-bench: benchmark drivers.

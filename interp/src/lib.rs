@@ -1,0 +1,1 @@
+//! ckopt-interp: the reference evaluator (f32, straightforward). Filled in by the foundation work.

@@ -1,0 +1,21 @@
+//! ckopt-ir: the `ck` tensor IR.
+//!
+//! Types, attributes, the op table with its type rules, modules/functions,
+//! diagnostics, and (in `parser`, `printer`, `verify`) the textual form in
+//! MLIR's generic syntax. No LLVM, no egg: everything else depends on this.
+
+pub mod attr;
+pub mod diag;
+pub mod func;
+pub mod ops;
+pub mod printer;
+pub mod verify;
+pub mod types;
+
+pub use attr::{Attr, Attrs};
+pub use diag::{Diag, Diags, Loc, Severity};
+pub use func::{Func, Module, Op, Param, ValueData, ValueId, attrs};
+pub use ops::{Arity, AttrKind, OpKind, infer_type};
+pub use types::{DType, TensorType};
+pub use printer::print_module;
+pub use verify::verify_module;

@@ -1,0 +1,659 @@
+//! The `ck` op table: names, arities, attributes and type rules.
+//!
+//! One table drives the parser (names), the verifier (arity, attributes,
+//! shapes), builders in passes (result type inference) and the docs.
+//! `infer_type` is the single source of truth for shape rules: the verifier
+//! calls it with the declared result type, builders call it without.
+
+use crate::attr::{Attr, Attrs};
+use crate::types::TensorType;
+
+macro_rules! op_table {
+    ($( $variant:ident => $name:literal, $arity:expr, $summary:literal; )*) => {
+        /// Every op of the `ck` dialect.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum OpKind { $($variant),* }
+
+        impl OpKind {
+            /// All ops, in table order.
+            pub const ALL: &'static [OpKind] = &[$(OpKind::$variant),*];
+            /// Name without the dialect prefix (`matmul`).
+            pub fn name(self) -> &'static str {
+                match self { $(OpKind::$variant => $name),* }
+            }
+            /// Operand count rule.
+            pub fn arity(self) -> Arity {
+                match self { $(OpKind::$variant => $arity),* }
+            }
+            /// One-line meaning, for docs and `--help`.
+            pub fn summary(self) -> &'static str {
+                match self { $(OpKind::$variant => $summary),* }
+            }
+        }
+    };
+}
+
+/// How many operands an op takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arity {
+    Exactly(usize),
+    AtLeast(usize),
+    Any,
+}
+
+impl Arity {
+    pub fn accepts(self, n: usize) -> bool {
+        match self {
+            Arity::Exactly(k) => n == k,
+            Arity::AtLeast(k) => n >= k,
+            Arity::Any => true,
+        }
+    }
+    pub fn describe(self) -> String {
+        match self {
+            Arity::Exactly(1) => "1 operand".into(),
+            Arity::Exactly(k) => format!("{k} operands"),
+            Arity::AtLeast(k) => format!("at least {k} operand{}", if k == 1 { "" } else { "s" }),
+            Arity::Any => "any number of operands".into(),
+        }
+    }
+}
+
+use Arity::*;
+
+op_table! {
+    Neg => "neg", Exactly(1), "y = -x";
+    Exp => "exp", Exactly(1), "y = e^x";
+    Log => "log", Exactly(1), "y = ln x";
+    Tanh => "tanh", Exactly(1), "y = tanh x";
+    Sigmoid => "sigmoid", Exactly(1), "y = 1 / (1 + e^-x)";
+    Relu => "relu", Exactly(1), "y = max(x, 0)";
+    Sqrt => "sqrt", Exactly(1), "y = sqrt x";
+    Rsqrt => "rsqrt", Exactly(1), "y = 1 / sqrt x";
+    Add => "add", Exactly(2), "y = a + b";
+    Sub => "sub", Exactly(2), "y = a - b";
+    Mul => "mul", Exactly(2), "y = a * b";
+    Div => "div", Exactly(2), "y = a / b";
+    Max => "max", Exactly(2), "y = max(a, b)";
+    Scale => "scale", Exactly(1), "y = value * x";
+    Fill => "fill", Exactly(0), "y = value everywhere";
+    ReluGrad => "relu_grad", Exactly(2), "dx = dy where x > 0, else 0 (operands x, dy)";
+    Broadcast => "broadcast", Exactly(1), "input dim i becomes result dim dims[i]; other dims repeat";
+    ReduceSum => "reduce_sum", Exactly(1), "sum over dims (removed from the shape)";
+    ReduceMax => "reduce_max", Exactly(1), "max over dims (removed from the shape)";
+    Transpose => "transpose", Exactly(1), "result dim i is input dim perm[i]";
+    Reshape => "reshape", Exactly(1), "same elements, new shape, row-major";
+    Slice => "slice", Exactly(1), "static window at offsets, sizes from the result type";
+    Concat => "concat", AtLeast(1), "concatenation along dim";
+    Matmul => "matmul", Exactly(2), "[..., M, K] x [..., K, N] (transpose_a/transpose_b swap the last two dims)";
+    Conv2d => "conv2d", Exactly(2), "NCHW input, FCHW filter, cross-correlation with stride and symmetric zero padding";
+    Conv2dGradInput => "conv2d_grad_input", Exactly(2), "gradient of conv2d w.r.t. its input (operands dy, w)";
+    Conv2dGradFilter => "conv2d_grad_filter", Exactly(2), "gradient of conv2d w.r.t. its filter (operands x, dy)";
+    MaxPool2d => "max_pool2d", Exactly(1), "NCHW max pooling over window with stride";
+    AvgPool2d => "avg_pool2d", Exactly(1), "NCHW average pooling over window with stride";
+    MaxPool2dGrad => "max_pool2d_grad", Exactly(2), "gradient of max_pool2d (operands x, dy; the first maximal element of a window takes its gradient)";
+    AvgPool2dGrad => "avg_pool2d_grad", Exactly(1), "gradient of avg_pool2d (operand dy; input shape from the result type)";
+    Dropout => "dropout", Exactly(1), "y = x * mask / (1 - rate), mask a pure function of (seed, flat index)";
+    Return => "return", Any, "ends a function, returning its operands";
+}
+
+/// The kind of value an attribute must hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AttrKind {
+    F32,
+    I64,
+    Bool,
+    Ints,
+    Unit,
+}
+
+impl AttrKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            AttrKind::F32 => "f32 float",
+            AttrKind::I64 => "i64 integer",
+            AttrKind::Bool => "bool",
+            AttrKind::Ints => "array of integers",
+            AttrKind::Unit => "unit",
+        }
+    }
+    pub fn matches(self, a: &Attr) -> bool {
+        matches!(
+            (self, a),
+            (AttrKind::F32, Attr::F32(_))
+                | (AttrKind::I64, Attr::Int(_))
+                | (AttrKind::Bool, Attr::Bool(_))
+                | (AttrKind::Ints, Attr::IntArray(_))
+                | (AttrKind::Unit, Attr::Unit)
+        )
+    }
+}
+
+/// One attribute an op understands.
+#[derive(Clone, Copy, Debug)]
+pub struct AttrSpec {
+    pub name: &'static str,
+    pub kind: AttrKind,
+    pub required: bool,
+}
+
+const fn req(name: &'static str, kind: AttrKind) -> AttrSpec {
+    AttrSpec { name, kind, required: true }
+}
+const fn opt(name: &'static str, kind: AttrKind) -> AttrSpec {
+    AttrSpec { name, kind, required: false }
+}
+
+/// Attributes set by passes or users on any op, understood everywhere.
+pub const DISCARDABLE_ATTRS: &[AttrSpec] = &[
+    opt("ck.mirror", AttrKind::Unit),
+    opt("ck.checkpoint", AttrKind::Unit),
+    opt("ck.recompute", AttrKind::Unit),
+    opt("ck.inplace", AttrKind::I64),
+    opt("ck.offset", AttrKind::I64),
+];
+
+pub const ATTR_MIRROR: &str = "ck.mirror";
+pub const ATTR_CHECKPOINT: &str = "ck.checkpoint";
+pub const ATTR_RECOMPUTE: &str = "ck.recompute";
+pub const ATTR_INPLACE: &str = "ck.inplace";
+pub const ATTR_OFFSET: &str = "ck.offset";
+pub const ATTR_ARENA_BYTES: &str = "ck.arena_bytes";
+pub const ATTR_PARAM: &str = "ck.param";
+
+impl OpKind {
+    /// Looks an op up by its name without the `ck.` prefix.
+    pub fn from_name(name: &str) -> Option<OpKind> {
+        OpKind::ALL.iter().copied().find(|k| k.name() == name)
+    }
+    /// `ck.NAME`.
+    pub fn full_name(self) -> String {
+        format!("ck.{}", self.name())
+    }
+    pub fn has_result(self) -> bool {
+        self != OpKind::Return
+    }
+    pub fn is_unary_elementwise(self) -> bool {
+        use OpKind::*;
+        matches!(self, Neg | Exp | Log | Tanh | Sigmoid | Relu | Sqrt | Rsqrt | Scale | Dropout)
+    }
+    pub fn is_binary_elementwise(self) -> bool {
+        use OpKind::*;
+        matches!(self, Add | Sub | Mul | Div | Max | ReluGrad)
+    }
+    /// Elementwise ops: result element i depends only on operand element i.
+    pub fn is_elementwise(self) -> bool {
+        self.is_unary_elementwise() || self.is_binary_elementwise()
+    }
+    /// The expensive ops that remat keeps unless the budget forces otherwise.
+    pub fn is_compute_heavy(self) -> bool {
+        use OpKind::*;
+        matches!(self, Matmul | Conv2d | Conv2dGradInput | Conv2dGradFilter)
+    }
+    /// Whether the result type must be written out (cannot be inferred from operands).
+    pub fn needs_declared_type(self) -> bool {
+        use OpKind::*;
+        matches!(self, Fill | Broadcast | Reshape | Slice | Conv2dGradInput | Conv2dGradFilter | AvgPool2dGrad)
+    }
+    /// The op's own attributes.
+    pub fn attr_specs(self) -> &'static [AttrSpec] {
+        use AttrKind::*;
+        use OpKind::*;
+        const VALUE: &[AttrSpec] = &[req("value", F32)];
+        const DIMS: &[AttrSpec] = &[req("dims", Ints)];
+        const PERM: &[AttrSpec] = &[req("perm", Ints)];
+        const OFFSETS: &[AttrSpec] = &[req("offsets", Ints)];
+        const DIM: &[AttrSpec] = &[req("dim", I64)];
+        const MATMUL: &[AttrSpec] = &[opt("transpose_a", Bool), opt("transpose_b", Bool)];
+        const CONV: &[AttrSpec] = &[opt("stride", Ints), opt("padding", Ints)];
+        const POOL: &[AttrSpec] = &[req("window", Ints), opt("stride", Ints)];
+        const DROPOUT: &[AttrSpec] = &[req("rate", F32), req("seed", I64)];
+        match self {
+            Scale | Fill => VALUE,
+            Broadcast | ReduceSum | ReduceMax => DIMS,
+            Transpose => PERM,
+            Slice => OFFSETS,
+            Concat => DIM,
+            Matmul => MATMUL,
+            Conv2d | Conv2dGradInput | Conv2dGradFilter => CONV,
+            MaxPool2d | AvgPool2d | MaxPool2dGrad | AvgPool2dGrad => POOL,
+            Dropout => DROPOUT,
+            _ => &[],
+        }
+    }
+}
+
+/// Reads an optional bool attribute (default false).
+pub fn attr_bool(attrs: &Attrs, name: &str) -> bool {
+    attrs.get(name).and_then(Attr::as_bool).unwrap_or(false)
+}
+
+/// Reads an int-array attribute or a default.
+pub fn attr_ints(attrs: &Attrs, name: &str, default: &[i64]) -> Vec<i64> {
+    attrs.get(name).and_then(Attr::as_ints).map(|v| v.to_vec()).unwrap_or_else(|| default.to_vec())
+}
+
+/// Conv/pool geometry read from attributes, validated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Window2d {
+    pub kh: u64,
+    pub kw: u64,
+    pub sh: u64,
+    pub sw: u64,
+    pub ph: u64,
+    pub pw: u64,
+}
+
+fn pair(attrs: &Attrs, name: &str, default: [i64; 2], min: i64) -> Result<[u64; 2], String> {
+    let v = attr_ints(attrs, name, &default);
+    if v.len() != 2 {
+        return Err(format!("attribute '{name}' must have 2 elements, got {}", v.len()));
+    }
+    if v.iter().any(|&x| x < min) {
+        return Err(format!("attribute '{name}' elements must be >= {min}, got {v:?}"));
+    }
+    Ok([v[0] as u64, v[1] as u64])
+}
+
+/// Stride and padding of a conv op (defaults [1, 1] and [0, 0]).
+pub fn conv_params(attrs: &Attrs) -> Result<([u64; 2], [u64; 2]), String> {
+    Ok((pair(attrs, "stride", [1, 1], 1)?, pair(attrs, "padding", [0, 0], 0)?))
+}
+
+/// Window and stride of a pool op (stride defaults to the window).
+pub fn pool_params(attrs: &Attrs) -> Result<([u64; 2], [u64; 2]), String> {
+    let w = pair(attrs, "window", [1, 1], 1)?;
+    let s = pair(attrs, "stride", [w[0] as i64, w[1] as i64], 1)?;
+    Ok((w, s))
+}
+
+/// Output extent of a sliding window; `None` if the window does not fit.
+pub fn window_out(input: u64, k: u64, stride: u64, pad: u64) -> Option<u64> {
+    let padded = input.checked_add(pad.checked_mul(2)?)?;
+    if padded < k || stride == 0 {
+        return None;
+    }
+    Some((padded - k) / stride + 1)
+}
+
+fn shape_of_conv(x: &TensorType, w: &TensorType, attrs: &Attrs) -> Result<Vec<u64>, String> {
+    if x.rank() != 4 || w.rank() != 4 {
+        return Err(format!("conv2d needs rank-4 input (NCHW) and filter (FCHW), got {x} and {w}"));
+    }
+    if x.shape[1] != w.shape[1] {
+        return Err(format!(
+            "conv2d input channels {} do not match filter channels {}",
+            x.shape[1], w.shape[1]
+        ));
+    }
+    let (s, p) = conv_params(attrs)?;
+    let oh = window_out(x.shape[2], w.shape[2], s[0], p[0]);
+    let ow = window_out(x.shape[3], w.shape[3], s[1], p[1]);
+    match (oh, ow) {
+        (Some(oh), Some(ow)) => Ok(vec![x.shape[0], w.shape[0], oh, ow]),
+        _ => Err(format!("conv2d filter {w} does not fit input {x} with padding {p:?}")),
+    }
+}
+
+fn shape_of_pool(x: &TensorType, attrs: &Attrs) -> Result<Vec<u64>, String> {
+    if x.rank() != 4 {
+        return Err(format!("pooling needs a rank-4 NCHW input, got {x}"));
+    }
+    let (w, s) = pool_params(attrs)?;
+    match (window_out(x.shape[2], w[0], s[0], 0), window_out(x.shape[3], w[1], s[1], 0)) {
+        (Some(oh), Some(ow)) => Ok(vec![x.shape[0], x.shape[1], oh, ow]),
+        _ => Err(format!("pool window {w:?} does not fit input {x}")),
+    }
+}
+
+/// Checks that `dims` are strictly increasing and below `rank`.
+fn check_dims(name: &str, dims: &[i64], rank: usize) -> Result<Vec<usize>, String> {
+    let mut out = Vec::with_capacity(dims.len());
+    for (i, &d) in dims.iter().enumerate() {
+        if d < 0 || d as u64 >= rank as u64 {
+            return Err(format!("'{name}' entry {d} is out of range for rank {rank}"));
+        }
+        if i > 0 && d <= dims[i - 1] {
+            return Err(format!("'{name}' must be strictly increasing, got {dims:?}"));
+        }
+        out.push(d as usize);
+    }
+    Ok(out)
+}
+
+fn required_ints<'a>(attrs: &'a Attrs, name: &str) -> Result<&'a [i64], String> {
+    attrs
+        .get(name)
+        .and_then(Attr::as_ints)
+        .ok_or_else(|| format!("requires attribute '{name}' (array of integers)"))
+}
+
+/// Checks attribute presence and kinds against the op table. Unknown
+/// attributes without a dialect prefix are errors; dotted names other than
+/// the `ck.*` pass attributes are allowed, as MLIR's discardable attributes.
+pub fn check_attrs(kind: OpKind, attrs: &Attrs, num_operands: usize) -> Result<(), String> {
+    let specs = kind.attr_specs();
+    for s in specs {
+        match attrs.get(s.name) {
+            None if s.required => {
+                return Err(format!("requires attribute '{}' ({})", s.name, s.kind.name()));
+            }
+            Some(a) if !s.kind.matches(a) => {
+                return Err(format!(
+                    "attribute '{}' must be {}, got {}",
+                    s.name,
+                    s.kind.name(),
+                    a.kind_name()
+                ));
+            }
+            _ => {}
+        }
+    }
+    for (k, a) in attrs {
+        if specs.iter().any(|s| s.name == k) {
+            continue;
+        }
+        if let Some(s) = DISCARDABLE_ATTRS.iter().find(|s| s.name == k) {
+            if !s.kind.matches(a) {
+                return Err(format!("attribute '{k}' must be {}, got {}", s.kind.name(), a.kind_name()));
+            }
+            if k == ATTR_INPLACE {
+                let n = a.as_int().unwrap_or(-1);
+                if n < 0 || n as u64 >= num_operands as u64 {
+                    return Err(format!("'{k}' = {n} is not an operand index (op has {num_operands})"));
+                }
+            }
+            if k == ATTR_OFFSET && a.as_int().unwrap_or(-1) < 0 {
+                return Err(format!("'{k}' must be a non-negative byte offset"));
+            }
+            continue;
+        }
+        if !k.contains('.') {
+            let known: Vec<&str> = specs.iter().map(|s| s.name).collect();
+            return Err(if known.is_empty() {
+                format!("unknown attribute '{k}' (ck.{} takes none)", kind.name())
+            } else {
+                format!("unknown attribute '{k}' (ck.{} takes: {})", kind.name(), known.join(", "))
+            });
+        }
+    }
+    if kind == OpKind::Dropout {
+        let r = attrs.get("rate").and_then(Attr::as_f32).unwrap_or(0.0);
+        if !(0.0..1.0).contains(&r) {
+            return Err(format!("dropout 'rate' must be in [0, 1), got {r}"));
+        }
+    }
+    Ok(())
+}
+
+/// The type rule of every op.
+///
+/// `declared` is the result type written in the IR (verifier) or `None`
+/// (builders). For ops whose result cannot be inferred
+/// (`needs_declared_type`), `declared` is required and checked for
+/// consistency. Returns the result type (`None` for `return`).
+/// Errors are messages; the caller attaches the op's location.
+pub fn infer_type(
+    kind: OpKind,
+    attrs: &Attrs,
+    operands: &[&TensorType],
+    declared: Option<&TensorType>,
+) -> Result<Option<TensorType>, String> {
+    use OpKind::*;
+    if !kind.arity().accepts(operands.len()) {
+        return Err(format!(
+            "'ck.{}' expects {}, got {}",
+            kind.name(),
+            kind.arity().describe(),
+            operands.len()
+        ));
+    }
+    check_attrs(kind, attrs, operands.len())?;
+    if kind == Return {
+        return Ok(None);
+    }
+    // Every ck op computes in one element type.
+    if let Some(first) = operands.first() {
+        for o in &operands[1..] {
+            if o.dtype != first.dtype {
+                return Err(format!("operand element types differ: {} and {}", first, o));
+            }
+        }
+        if let Some(d) = declared {
+            if d.dtype != first.dtype {
+                return Err(format!("result element type {} differs from operand type {}", d.dtype.name(), first));
+            }
+        }
+    }
+    let need_declared = || {
+        declared.cloned().ok_or_else(|| format!("'ck.{}' needs an explicit result type", kind.name()))
+    };
+    let inferred: TensorType = match kind {
+        _ if kind.is_unary_elementwise() => operands[0].clone(),
+        _ if kind.is_binary_elementwise() => {
+            if operands[0].shape != operands[1].shape {
+                return Err(format!(
+                    "operand shapes must be equal (no implicit broadcasting), got {} and {}",
+                    operands[0], operands[1]
+                ));
+            }
+            operands[0].clone()
+        }
+        Fill => need_declared()?,
+        Broadcast => {
+            let y = need_declared()?;
+            let x = operands[0];
+            let dims = required_ints(attrs, "dims")?;
+            if dims.len() != x.rank() {
+                return Err(format!("'dims' has {} entries but the operand has rank {}", dims.len(), x.rank()));
+            }
+            let dims = check_dims("dims", dims, y.rank())?;
+            for (i, &d) in dims.iter().enumerate() {
+                if x.shape[i] != y.shape[d] {
+                    return Err(format!(
+                        "operand dim {i} ({}) does not match result dim {d} ({})",
+                        x.shape[i], y.shape[d]
+                    ));
+                }
+            }
+            y
+        }
+        ReduceSum | ReduceMax => {
+            let x = operands[0];
+            let dims = check_dims("dims", required_ints(attrs, "dims")?, x.rank())?;
+            let shape = (0..x.rank()).filter(|i| !dims.contains(i)).map(|i| x.shape[i]).collect();
+            x.with_shape(shape)
+        }
+        Transpose => {
+            let x = operands[0];
+            let perm = required_ints(attrs, "perm")?;
+            if perm.len() != x.rank() {
+                return Err(format!("'perm' has {} entries but the operand has rank {}", perm.len(), x.rank()));
+            }
+            let mut seen = vec![false; x.rank()];
+            for &p in perm {
+                if p < 0 || p as u64 >= x.rank() as u64 || seen[p as usize] {
+                    return Err(format!("'perm' {perm:?} is not a permutation of 0..{}", x.rank()));
+                }
+                seen[p as usize] = true;
+            }
+            x.with_shape(perm.iter().map(|&p| x.shape[p as usize]).collect())
+        }
+        Reshape => {
+            let y = need_declared()?;
+            if y.num_elements() != operands[0].num_elements() {
+                return Err(format!("reshape from {} to {} changes the element count", operands[0], y));
+            }
+            y
+        }
+        Slice => {
+            let y = need_declared()?;
+            let x = operands[0];
+            let offs = required_ints(attrs, "offsets")?;
+            if offs.len() != x.rank() || y.rank() != x.rank() {
+                return Err(format!(
+                    "slice of {x} needs {} offsets and a result of the same rank, got {} offsets and {y}",
+                    x.rank(),
+                    offs.len()
+                ));
+            }
+            for i in 0..x.rank() {
+                let o = offs[i];
+                if o < 0 || (o as u64).checked_add(y.shape[i]).is_none_or(|end| end > x.shape[i]) {
+                    return Err(format!(
+                        "slice window [{o}, {o}+{}) is outside dim {i} of size {}",
+                        y.shape[i], x.shape[i]
+                    ));
+                }
+            }
+            y
+        }
+        Concat => {
+            let first = operands[0];
+            let dim = attrs.get("dim").and_then(Attr::as_int).unwrap_or(-1);
+            if dim < 0 || dim as u64 >= first.rank() as u64 {
+                return Err(format!("'dim' = {dim} is out of range for rank {}", first.rank()));
+            }
+            let dim = dim as usize;
+            let mut total: u64 = 0;
+            for o in operands {
+                if o.rank() != first.rank()
+                    || (0..first.rank()).any(|i| i != dim && o.shape[i] != first.shape[i])
+                {
+                    return Err(format!("concat operands {first} and {o} differ outside dim {dim}"));
+                }
+                total = total.checked_add(o.shape[dim]).ok_or("concat size overflows")?;
+            }
+            let mut shape = first.shape.clone();
+            shape[dim] = total;
+            first.with_shape(shape)
+        }
+        Matmul => {
+            let (a, b) = (operands[0], operands[1]);
+            if a.rank() < 2 || a.rank() != b.rank() {
+                return Err(format!("matmul needs operands of equal rank >= 2, got {a} and {b}"));
+            }
+            let r = a.rank();
+            if a.shape[..r - 2] != b.shape[..r - 2] {
+                return Err(format!("matmul batch dims differ: {a} and {b}"));
+            }
+            let (m, ka) = if attr_bool(attrs, "transpose_a") {
+                (a.shape[r - 1], a.shape[r - 2])
+            } else {
+                (a.shape[r - 2], a.shape[r - 1])
+            };
+            let (kb, n) = if attr_bool(attrs, "transpose_b") {
+                (b.shape[r - 1], b.shape[r - 2])
+            } else {
+                (b.shape[r - 2], b.shape[r - 1])
+            };
+            if ka != kb {
+                return Err(format!("matmul contraction dims differ: {ka} vs {kb} ({a} x {b})"));
+            }
+            let mut shape = a.shape[..r - 2].to_vec();
+            shape.extend([m, n]);
+            a.with_shape(shape)
+        }
+        Conv2d => operands[0].with_shape(shape_of_conv(operands[0], operands[1], attrs)?),
+        Conv2dGradInput => {
+            let (dy, w) = (operands[0], operands[1]);
+            let dx = need_declared()?;
+            let y = shape_of_conv(&dx, w, attrs)?;
+            if y != dy.shape {
+                return Err(format!("conv2d of {dx} with {w} gives {:?}, not the shape of dy {dy}", y));
+            }
+            dx
+        }
+        Conv2dGradFilter => {
+            let (x, dy) = (operands[0], operands[1]);
+            let dw = need_declared()?;
+            let y = shape_of_conv(x, &dw, attrs)?;
+            if y != dy.shape {
+                return Err(format!("conv2d of {x} with {dw} gives {:?}, not the shape of dy {dy}", y));
+            }
+            dw
+        }
+        MaxPool2d | AvgPool2d => operands[0].with_shape(shape_of_pool(operands[0], attrs)?),
+        MaxPool2dGrad => {
+            let (x, dy) = (operands[0], operands[1]);
+            let y = shape_of_pool(x, attrs)?;
+            if y != dy.shape {
+                return Err(format!("pooling {x} gives {y:?}, not the shape of dy {dy}"));
+            }
+            x.clone()
+        }
+        AvgPool2dGrad => {
+            let dx = need_declared()?;
+            let y = shape_of_pool(&dx, attrs)?;
+            if y != operands[0].shape {
+                return Err(format!("pooling {dx} gives {y:?}, not the shape of dy {}", operands[0]));
+            }
+            dx
+        }
+        _ => return Err(format!("no type rule for 'ck.{}'", kind.name())),
+    };
+    if inferred.byte_size().is_none() {
+        return Err(format!("result type {inferred} has a size that overflows"));
+    }
+    if let Some(d) = declared {
+        if *d != inferred {
+            return Err(format!("result type {d} does not match the inferred type {inferred}"));
+        }
+    }
+    Ok(Some(inferred))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(s: &[u64]) -> TensorType {
+        TensorType::f32(s.to_vec())
+    }
+
+    #[test]
+    fn every_op_name_round_trips() {
+        for &k in OpKind::ALL {
+            assert_eq!(OpKind::from_name(k.name()), Some(k));
+        }
+        assert_eq!(OpKind::from_name("nope"), None);
+    }
+
+    #[test]
+    fn matmul_with_transposes_infers_m_by_n() {
+        let mut a = Attrs::new();
+        a.insert("transpose_b".into(), Attr::Bool(true));
+        let r = infer_type(OpKind::Matmul, &a, &[&t(&[4, 3]), &t(&[5, 3])], None);
+        assert_eq!(r, Ok(Some(t(&[4, 5]))));
+        let bad = infer_type(OpKind::Matmul, &Attrs::new(), &[&t(&[4, 3]), &t(&[5, 3])], None);
+        assert!(bad.is_err());
+    }
+
+    #[test]
+    fn reduce_removes_dims_and_rejects_unsorted() {
+        let mut a = Attrs::new();
+        a.insert("dims".into(), Attr::IntArray(vec![0, 2]));
+        assert_eq!(infer_type(OpKind::ReduceSum, &a, &[&t(&[2, 3, 4])], None), Ok(Some(t(&[3]))));
+        a.insert("dims".into(), Attr::IntArray(vec![2, 0]));
+        assert!(infer_type(OpKind::ReduceSum, &a, &[&t(&[2, 3, 4])], None).is_err());
+    }
+
+    #[test]
+    fn conv_shape_with_stride_and_padding() {
+        let mut a = Attrs::new();
+        a.insert("stride".into(), Attr::IntArray(vec![2, 2]));
+        a.insert("padding".into(), Attr::IntArray(vec![1, 1]));
+        let r = infer_type(OpKind::Conv2d, &a, &[&t(&[1, 3, 8, 8]), &t(&[4, 3, 3, 3])], None);
+        assert_eq!(r, Ok(Some(t(&[1, 4, 4, 4]))));
+    }
+
+    #[test]
+    fn unknown_attribute_is_rejected_but_dotted_is_allowed() {
+        let mut a = Attrs::new();
+        a.insert("bogus".into(), Attr::Unit);
+        assert!(infer_type(OpKind::Relu, &a, &[&t(&[2])], None).is_err());
+        let mut b = Attrs::new();
+        b.insert("user.tag".into(), Attr::Unit);
+        assert!(infer_type(OpKind::Relu, &b, &[&t(&[2])], None).is_ok());
+    }
+}

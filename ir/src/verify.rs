@@ -1,0 +1,93 @@
+//! Verifier: structural and type rules of a module.
+//!
+//! Checks, accumulating every error it finds (one per op at most):
+//! unique function names; every operand defined before use (arguments or an
+//! earlier op) and every value defined once; the op table's arity, attribute
+//! and type rules (`ops::infer_type`) against the declared result type; the
+//! body ends with exactly one `ck.return` whose operand types match the
+//! function's result types; sizes fit in u64.
+
+use crate::diag::{Diag, Diags};
+use crate::func::{Func, Module};
+use crate::ops::{OpKind, infer_type};
+use crate::types::TensorType;
+use std::collections::HashSet;
+
+pub fn verify_func(f: &Func, diags: &mut Diags) {
+    let mut defined = vec![false; f.values.len()];
+    for p in &f.params {
+        if p.value.index() >= f.values.len() || defined[p.value.index()] {
+            diags.push(Diag::error(f.loc.clone(), format!("argument of @{} is defined twice", f.name)));
+            return;
+        }
+        defined[p.value.index()] = true;
+        if f.ty(p.value).byte_size().is_none() {
+            diags.push(Diag::error(f.loc.clone(), format!("argument type {} has a size that overflows", f.ty(p.value))));
+        }
+    }
+    match f.body.last() {
+        Some(op) if op.kind == OpKind::Return => {}
+        _ => diags.push(Diag::error(f.loc.clone(), format!("function @{} must end with 'ck.return'", f.name))),
+    }
+    for (i, op) in f.body.iter().enumerate() {
+        let err = |m: String| Diag::error(op.loc.clone(), format!("'ck.{}' op {m}", op.kind.name()));
+        if op.kind == OpKind::Return && i + 1 != f.body.len() {
+            diags.push(err("must be the last op of the function".into()));
+            continue;
+        }
+        let mut ok = true;
+        for &o in &op.operands {
+            if o.index() >= f.values.len() || !defined[o.index()] {
+                let name = f.values.get(o.index()).map(|v| v.name.as_str()).unwrap_or("?");
+                diags.push(err(format!("uses value %{name} before it is defined")));
+                ok = false;
+                break;
+            }
+        }
+        if !ok {
+            continue;
+        }
+        if op.kind.has_result() != op.result.is_some() {
+            diags.push(err("has the wrong number of results".into()));
+            continue;
+        }
+        let tys: Vec<&TensorType> = op.operands.iter().map(|&v| f.ty(v)).collect();
+        let declared = op.result.map(|r| f.ty(r));
+        if let Err(m) = infer_type(op.kind, &op.attrs, &tys, declared) {
+            diags.push(err(m));
+        }
+        if op.kind == OpKind::Return {
+            let got: Vec<&TensorType> = tys;
+            if got.len() != f.result_types.len() || got.iter().zip(&f.result_types).any(|(a, b)| *a != b) {
+                let want: Vec<String> = f.result_types.iter().map(|t| t.to_string()).collect();
+                let have: Vec<String> = got.iter().map(|t| t.to_string()).collect();
+                diags.push(err(format!(
+                    "returns ({}) but @{} is declared to return ({})",
+                    have.join(", "),
+                    f.name,
+                    want.join(", ")
+                )));
+            }
+        }
+        if let Some(r) = op.result {
+            if r.index() >= f.values.len() || defined[r.index()] {
+                diags.push(err("redefines a value".into()));
+            } else {
+                defined[r.index()] = true;
+            }
+        }
+    }
+}
+
+/// Verifies every function; `Err` holds all errors found.
+pub fn verify_module(m: &Module) -> Result<(), Diags> {
+    let mut diags = Diags::new();
+    let mut names = HashSet::new();
+    for f in &m.funcs {
+        if !names.insert(f.name.as_str()) {
+            diags.push(Diag::error(f.loc.clone(), format!("redefinition of function @{}", f.name)));
+        }
+        verify_func(f, &mut diags);
+    }
+    diags.into_result()
+}

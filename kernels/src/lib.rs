@@ -1,0 +1,1 @@
+//! ckopt-kernels: kernel templates and launch metadata per op (skeleton until the lowering work).

@@ -1,0 +1,1 @@
+//! ckopt-lower: ck -> MLIR -> LLVM/NVPTX (skeleton until the lowering work).

@@ -1,0 +1,121 @@
+//! Liveness over the schedule (text order), at buffer granularity.
+//!
+//! A value defined by op `d` and last used by op `u` is live on `[d, u]`
+//! (inclusive; a value with no use is live on `[d, d]`). A function result is
+//! used by `ck.return`, the last op. Arguments are not op-defined and have no
+//! interval here.
+//!
+//! In-place results (`ck.inplace = N`) reuse operand N's buffer, so a buffer
+//! is the chain of values linked by in-place ops; its interval is the union of
+//! theirs. Bytes are counted per buffer, which is what memory really holds.
+//! Complexity: O(ops + values).
+
+use ckopt_ir::{Func, ValueId, ops::ATTR_INPLACE};
+
+/// One buffer: a root value and the in-place values that share it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Interval {
+    /// The value whose definition allocates the buffer.
+    pub root: ValueId,
+    /// First op index at which the buffer is live.
+    pub start: usize,
+    /// Last op index at which the buffer is live (inclusive).
+    pub end: usize,
+    pub bytes: u64,
+    /// Whether any value in the buffer is a function result.
+    pub is_result: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct Liveness {
+    /// Defining op index of each value (None for arguments and unused ids).
+    pub def: Vec<Option<usize>>,
+    /// Last op index that reads each value (None if never read).
+    pub last_use: Vec<Option<usize>>,
+    /// The buffer root of each op-defined value (itself unless in-place).
+    pub buffer: Vec<ValueId>,
+    /// One interval per buffer, in order of the root's definition.
+    pub intervals: Vec<Interval>,
+}
+
+/// Index of the operand an op writes in place into, if it is op-defined.
+pub fn inplace_operand(f: &Func, op: &ckopt_ir::Op, def: &[Option<usize>]) -> Option<ValueId> {
+    let n = op.int_attr(ATTR_INPLACE)?;
+    let v = *op.operands.get(usize::try_from(n).ok()?)?;
+    def[v.index()].map(|_| v).filter(|_| op.result.is_some() && f.ty(v).bytes() == op.result.map(|r| f.ty(r).bytes()).unwrap_or(0))
+}
+
+pub fn liveness(f: &Func) -> Liveness {
+    let n = f.values.len();
+    let def = f.def_table();
+    let mut last_use: Vec<Option<usize>> = vec![None; n];
+    for (i, op) in f.body.iter().enumerate() {
+        for &o in &op.operands {
+            last_use[o.index()] = Some(i);
+        }
+    }
+    let mut buffer: Vec<ValueId> = (0..n as u32).map(ValueId).collect();
+    for op in &f.body {
+        if let (Some(r), Some(src)) = (op.result, inplace_operand(f, op, &def)) {
+            buffer[r.index()] = buffer[src.index()];
+        }
+    }
+    let returned: Vec<bool> = {
+        let mut v = vec![false; n];
+        for &r in f.returned() {
+            v[r.index()] = true;
+        }
+        v
+    };
+    let mut slot: Vec<Option<usize>> = vec![None; n];
+    let mut intervals: Vec<Interval> = Vec::new();
+    for op in &f.body {
+        let Some(r) = op.result else { continue };
+        let Some(d) = def[r.index()] else { continue };
+        let end = last_use[r.index()].unwrap_or(d).max(d);
+        let root = buffer[r.index()];
+        match slot[root.index()] {
+            Some(k) => {
+                let iv = &mut intervals[k];
+                iv.end = iv.end.max(end);
+                iv.is_result |= returned[r.index()];
+            }
+            None => {
+                slot[root.index()] = Some(intervals.len());
+                intervals.push(Interval {
+                    root,
+                    start: d,
+                    end,
+                    bytes: f.ty(r).bytes(),
+                    is_result: returned[r.index()],
+                });
+            }
+        }
+    }
+    Liveness { def, last_use, buffer, intervals }
+}
+
+/// Live bytes at each op index, optionally excluding buffers that hold results.
+pub fn live_bytes_timeline(f: &Func, live: &Liveness, include_results: bool) -> Vec<u64> {
+    let len = f.body.len();
+    let mut delta = vec![0i128; len + 1];
+    for iv in &live.intervals {
+        if !include_results && iv.is_result {
+            continue;
+        }
+        delta[iv.start] += iv.bytes as i128;
+        delta[iv.end + 1] -= iv.bytes as i128;
+    }
+    let mut cur: i128 = 0;
+    let mut out = Vec::with_capacity(len);
+    for d in delta.iter().take(len) {
+        cur += d;
+        out.push(cur.max(0) as u64);
+    }
+    out
+}
+
+/// Maximum live bytes over the schedule.
+pub fn peak(f: &Func, live: &Liveness, include_results: bool) -> u64 {
+    live_bytes_timeline(f, live, include_results).into_iter().max().unwrap_or(0)
+}

@@ -1,0 +1,12 @@
+//! Analyses: the numbers that matter, each computed by one function and
+//! reused by reports, passes and benchmarks (SPEC §4).
+
+pub mod flops;
+pub mod liveness;
+pub mod phase;
+pub mod report;
+
+pub use flops::op_flops;
+pub use liveness::{Interval, Liveness, liveness, live_bytes_timeline, peak};
+pub use phase::{Phase, op_phases};
+pub use report::{MemoryReport, memory_report, module_report};

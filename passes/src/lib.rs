@@ -1,0 +1,12 @@
+//! ckopt-passes: the Pass trait, the PassManager and its registry, analyses
+//! (liveness, flops, the memory report) and the passes themselves.
+//!
+//! Each pass lives in `src/<name>.rs` as a plain `pub fn` plus a thin `Pass`
+//! shell and one entry in `registry.rs`.
+
+pub mod analysis;
+pub mod manager;
+pub mod registry;
+
+pub use manager::{Pass, PassManager, PassOptions, Statistics, parse_pipeline};
+pub use registry::{PassInfo, registry};

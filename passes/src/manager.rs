@@ -1,0 +1,272 @@
+//! Pass trait, pipeline parsing and the PassManager.
+//!
+//! A pipeline is a flat comma-separated list of passes, each with optional
+//! options in braces, separated by spaces or commas:
+//! `autodiff,inplace,remat{mode=greedy budget=48MiB},memplan`.
+//! Unknown pass or option names are errors that list the valid ones.
+//! With verify-each on (the default), the module is verified after every
+//! pass and errors are labelled "after pass X" (as rustc's MIR validator).
+
+use crate::registry::{PassInfo, registry};
+use ckopt_ir::{Diag, Diags, Loc, Module, verify_module};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// Options given to one pass instance, as written (`key=value`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PassOptions {
+    pub pass: String,
+    pub values: BTreeMap<String, String>,
+}
+
+impl PassOptions {
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.values.get(key).map(String::as_str)
+    }
+    pub fn string(&self, key: &str, default: &str) -> String {
+        self.get(key).unwrap_or(default).to_string()
+    }
+    pub fn u64(&self, key: &str, default: u64) -> Result<u64, String> {
+        match self.get(key) {
+            None => Ok(default),
+            Some(v) => v
+                .parse()
+                .map_err(|_| format!("option '{key}' of pass '{}' expects a non-negative integer, got '{v}'", self.pass)),
+        }
+    }
+    pub fn f64(&self, key: &str, default: f64) -> Result<f64, String> {
+        match self.get(key) {
+            None => Ok(default),
+            Some(v) => v
+                .parse()
+                .map_err(|_| format!("option '{key}' of pass '{}' expects a number, got '{v}'", self.pass)),
+        }
+    }
+    pub fn bool(&self, key: &str, default: bool) -> Result<bool, String> {
+        match self.get(key) {
+            None => Ok(default),
+            Some("true") | Some("1") => Ok(true),
+            Some("false") | Some("0") => Ok(false),
+            Some(v) => Err(format!("option '{key}' of pass '{}' expects true or false, got '{v}'", self.pass)),
+        }
+    }
+    /// A byte count with an optional unit: `1048576`, `64KiB`, `48MiB`, `2GiB` (also KB/MB/GB = 10^3..).
+    pub fn bytes(&self, key: &str) -> Result<Option<u64>, String> {
+        self.get(key).map(|v| parse_bytes(v).map_err(|e| format!("option '{key}' of pass '{}': {e}", self.pass))).transpose()
+    }
+}
+
+/// Parses `123`, `4KiB`, `48MiB`, `1GiB`, `10MB`, `5B`.
+pub fn parse_bytes(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let mult: u64 = match unit.trim() {
+        "" | "B" => 1,
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        "KB" | "kB" => 1_000,
+        "MB" => 1_000_000,
+        "GB" => 1_000_000_000,
+        u => return Err(format!("unknown byte unit '{u}' in '{s}' (use B, KiB, MiB, GiB, KB, MB, GB)")),
+    };
+    let v: f64 = num.parse().map_err(|_| format!("'{s}' is not a byte count"))?;
+    let bytes = v * mult as f64;
+    if !bytes.is_finite() || bytes < 0.0 || bytes > u64::MAX as f64 {
+        return Err(format!("'{s}' is out of range"));
+    }
+    Ok(bytes.round() as u64)
+}
+
+/// Statistics reported by passes (`--pass-statistics`).
+#[derive(Clone, Debug, Default)]
+pub struct Statistics {
+    /// (pass, statistic, value) in the order reported.
+    pub entries: Vec<(String, String, String)>,
+    current: String,
+}
+
+impl Statistics {
+    pub fn add(&mut self, name: &str, value: impl ToString) {
+        self.entries.push((self.current.clone(), name.to_string(), value.to_string()));
+    }
+    pub fn set_pass(&mut self, pass: &str) {
+        self.current = pass.to_string();
+    }
+    /// Text like mlir-opt's `--mlir-pass-statistics`.
+    pub fn render(&self) -> String {
+        let mut out = String::from("===-------------------------------------------------------------------------===\n                         ... Pass statistics report ...\n===-------------------------------------------------------------------------===\n");
+        let mut last = String::new();
+        for (p, k, v) in &self.entries {
+            if *p != last {
+                out.push_str(&format!("{p}\n"));
+                last = p.clone();
+            }
+            out.push_str(&format!("  ({v}) {k}\n"));
+        }
+        out
+    }
+}
+
+/// A transformation over a module. Passes are plain functions; this is the shell.
+pub trait Pass {
+    fn run(&self, module: &mut Module, stats: &mut Statistics) -> Result<(), Diags>;
+}
+
+/// Parses `name{a=1 b=2},name2` into pass names with options (no lookup).
+pub fn split_pipeline(text: &str) -> Result<Vec<PassOptions>, String> {
+    let mut out = Vec::new();
+    let chars: Vec<char> = text.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        while i < chars.len() && (chars[i] == ',' || chars[i].is_whitespace()) {
+            i += 1;
+        }
+        if i >= chars.len() {
+            break;
+        }
+        let start = i;
+        while i < chars.len() && (chars[i].is_ascii_alphanumeric() || chars[i] == '_' || chars[i] == '-') {
+            i += 1;
+        }
+        let name: String = chars[start..i].iter().collect();
+        if name.is_empty() {
+            return Err(format!("expected a pass name at position {} of '{text}'", i + 1));
+        }
+        let mut opts = PassOptions { pass: name, values: BTreeMap::new() };
+        while i < chars.len() && chars[i].is_whitespace() {
+            i += 1;
+        }
+        if i < chars.len() && chars[i] == '{' {
+            let close = chars[i..].iter().position(|&c| c == '}').map(|p| p + i).ok_or_else(|| {
+                format!("unterminated '{{' in options of pass '{}'", opts.pass)
+            })?;
+            let body: String = chars[i + 1..close].iter().collect();
+            for item in body.split(|c: char| c == ',' || c.is_whitespace()).filter(|s| !s.is_empty()) {
+                let (k, v) = item.split_once('=').unwrap_or((item, "true"));
+                if opts.values.insert(k.to_string(), v.to_string()).is_some() {
+                    return Err(format!("option '{k}' given twice to pass '{}'", opts.pass));
+                }
+            }
+            i = close + 1;
+        }
+        while i < chars.len() && chars[i].is_whitespace() {
+            i += 1;
+        }
+        if i < chars.len() && chars[i] != ',' {
+            return Err(format!("expected ',' after pass '{}' at position {} of '{text}'", opts.pass, i + 1));
+        }
+        out.push(opts);
+    }
+    Ok(out)
+}
+
+/// One pass instance ready to run.
+pub struct PipelineEntry {
+    pub info: &'static PassInfo,
+    pub options: PassOptions,
+    pub pass: Box<dyn Pass>,
+}
+
+/// Looks every pass up in the registry and checks option names.
+pub fn parse_pipeline(text: &str) -> Result<Vec<PipelineEntry>, String> {
+    let mut out = Vec::new();
+    for opts in split_pipeline(text)? {
+        let info = registry().iter().find(|p| p.name == opts.pass).ok_or_else(|| {
+            let names: Vec<&str> = registry().iter().map(|p| p.name).collect();
+            format!("unknown pass '{}'; valid passes: {}", opts.pass, names.join(", "))
+        })?;
+        for k in opts.values.keys() {
+            if !info.options.iter().any(|o| o.name == k) {
+                let names: Vec<&str> = info.options.iter().map(|o| o.name).collect();
+                return Err(if names.is_empty() {
+                    format!("pass '{}' has no option '{k}' (it takes no options)", info.name)
+                } else {
+                    format!("pass '{}' has no option '{k}'; valid options: {}", info.name, names.join(", "))
+                });
+            }
+        }
+        let pass = (info.build)(&opts)?;
+        out.push(PipelineEntry { info, options: opts, pass });
+    }
+    Ok(out)
+}
+
+/// Runs a pipeline with verification, IR dumps, statistics and timing.
+pub struct PassManager {
+    pub entries: Vec<PipelineEntry>,
+    pub verify_each: bool,
+    pub stats: Statistics,
+    pub timings: Vec<(String, Duration)>,
+}
+
+impl PassManager {
+    pub fn new(entries: Vec<PipelineEntry>) -> Self {
+        PassManager { entries, verify_each: true, stats: Statistics::default(), timings: Vec::new() }
+    }
+    pub fn parse(text: &str) -> Result<Self, String> {
+        Ok(Self::new(parse_pipeline(text)?))
+    }
+    /// Runs every pass; `after` is called with (pass name, module) after each.
+    pub fn run_with(&mut self, module: &mut Module, mut after: impl FnMut(&str, &Module)) -> Result<(), Diags> {
+        for e in &self.entries {
+            self.stats.set_pass(e.info.name);
+            let t = Instant::now();
+            e.pass.run(module, &mut self.stats)?;
+            self.timings.push((e.info.name.to_string(), t.elapsed()));
+            if self.verify_each {
+                if let Err(ds) = verify_module(module) {
+                    let mut out = Diags::new();
+                    for mut d in ds.0 {
+                        d.message = format!("after pass {}: {}", e.info.name, d.message);
+                        out.push(d);
+                    }
+                    return Err(out);
+                }
+            }
+            after(e.info.name, module);
+        }
+        Ok(())
+    }
+    pub fn run(&mut self, module: &mut Module) -> Result<(), Diags> {
+        self.run_with(module, |_, _| {})
+    }
+    /// Text like mlir-opt's `--mlir-timing`.
+    pub fn render_timing(&self) -> String {
+        let total: Duration = self.timings.iter().map(|(_, d)| *d).sum();
+        let mut out = String::from("===-------------------------------------------------------------------------===\n                         ... Execution time report ...\n===-------------------------------------------------------------------------===\n");
+        out.push_str(&format!("  Total Execution Time: {:.4} seconds\n\n  ----Wall Time----  ----Name----\n", total.as_secs_f64()));
+        let tot = total.as_secs_f64().max(1e-12);
+        for (n, d) in &self.timings {
+            out.push_str(&format!("  {:>8.4} ({:5.1}%)  {n}\n", d.as_secs_f64(), 100.0 * d.as_secs_f64() / tot));
+        }
+        out.push_str(&format!("  {:>8.4} (100.0%)  Total\n", total.as_secs_f64()));
+        out
+    }
+}
+
+/// Convenience for a pass error without a better location.
+pub fn pass_error(pass: &str, loc: Loc, msg: impl Into<String>) -> Diags {
+    Diags::from(Diag::error(loc, format!("{pass}: {}", msg.into())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn options_split_by_spaces_or_commas_mean_the_same() {
+        let a = split_pipeline("remat{mode=greedy budget=48MiB},memplan").unwrap();
+        let b = split_pipeline("remat{mode=greedy,budget=48MiB}, memplan").unwrap();
+        assert_eq!(a, b);
+        assert_eq!(a[0].get("budget"), Some("48MiB"));
+        assert_eq!(a[1].pass, "memplan");
+    }
+    #[test]
+    fn byte_units() {
+        assert_eq!(parse_bytes("48MiB"), Ok(48 << 20));
+        assert_eq!(parse_bytes("1GiB"), Ok(1 << 30));
+        assert_eq!(parse_bytes("100"), Ok(100));
+        assert!(parse_bytes("3 parsecs").is_err());
+    }
+}

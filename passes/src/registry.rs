@@ -1,0 +1,41 @@
+//! The one list of passes: name, summary, options, constructor.
+//! It drives `--list-passes`, pipeline parsing and the unknown-name error.
+//! Adding a pass = one entry here.
+
+use crate::manager::{Pass, PassOptions};
+
+/// One option of a pass, for `--list-passes` and validation.
+#[derive(Clone, Copy, Debug)]
+pub struct OptionInfo {
+    pub name: &'static str,
+    pub help: &'static str,
+    pub default: &'static str,
+}
+
+pub struct PassInfo {
+    pub name: &'static str,
+    pub summary: &'static str,
+    pub options: &'static [OptionInfo],
+    pub build: fn(&PassOptions) -> Result<Box<dyn Pass>, String>,
+}
+
+pub fn registry() -> &'static [PassInfo] {
+    REGISTRY
+}
+
+static REGISTRY: &[PassInfo] = &[
+    // One entry per pass, e.g.:
+    // PassInfo { name: "dce", summary: "...", options: &[], build: crate::dce::build },
+];
+
+/// `--list-passes` text.
+pub fn list_passes() -> String {
+    let mut out = String::new();
+    for p in registry() {
+        out.push_str(&format!("{}: {}\n", p.name, p.summary));
+        for o in p.options {
+            out.push_str(&format!("    {}={} : {}\n", o.name, o.default, o.help));
+        }
+    }
+    out
+}

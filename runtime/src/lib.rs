@@ -1,0 +1,1 @@
+//! ckopt-runtime: arena, CPU and CUDA executors (skeleton until the lowering work).

@@ -1,0 +1,32 @@
+# lit configuration for ckopt's FileCheck tests.
+# Tools come from target/debug (override with CKOPT_BIN_DIR); FileCheck and
+# not from LLVM 22 (/usr/lib/llvm-22/bin), mlir-opt-22 for upstream checks.
+import os
+import lit.formats
+
+config.name = "ckopt"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".ck", ".mlir", ".test"]
+config.excludes = ["Inputs", "lit.cfg.py"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.test_source_root, "..", "target", "lit")
+
+root = os.path.abspath(os.path.join(config.test_source_root, ".."))
+bin_dir = os.environ.get("CKOPT_BIN_DIR", os.path.join(root, "target", "debug"))
+llvm_bin = os.environ.get("LLVM_BIN_DIR", "/usr/lib/llvm-22/bin")
+
+path = os.pathsep.join([bin_dir, llvm_bin, config.environment.get("PATH", os.environ.get("PATH", ""))])
+config.environment["PATH"] = path
+for var in ["HOME", "TMPDIR"]:
+    if var in os.environ:
+        config.environment[var] = os.environ[var]
+
+config.substitutions.append(("%mlir-opt", os.path.join(llvm_bin, "mlir-opt")))
+config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "Inputs")))
+
+# Features: tests that need the LLVM-linked tools or ptxas say REQUIRES: ...
+if os.path.exists(os.path.join(bin_dir, "ckopt-translate")) and os.environ.get("CKOPT_HAVE_LOWER", "1") == "1":
+    config.available_features.add("lower")
+if os.environ.get("CKOPT_PTXAS"):
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", os.environ["CKOPT_PTXAS"]))
