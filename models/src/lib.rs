@@ -1,1 +1,352 @@
 //! ckopt-models: the benchmark models of `ckopt-gen`, built with the IR builder API.
+//!
+//! `generate(kind, &opts)` returns a `Module` with one function `@MODEL`
+//! whose arguments are `(%x, %target, params... {ck.param})` and whose single
+//! result is the scalar (rank-0) training loss. Models are built only from
+//! `ck` primitives, in schedule order, and are deterministic: the same
+//! options always give the same module (and so the same printed text).
+//!
+//! The models (shapes and options are also in `ModelKind::describe`, which is
+//! what `ckopt-gen --help` prints):
+//! - `mlp`: `depth` blocks `h = relu(h·W + b)`, width→width, MSE loss.
+//! - `resmlp`: `depth` pre-LayerNorm residual blocks
+//!   `h = h + (relu(LN(h)·W1 + b1)·W2 + b2)`, MSE loss (the anchors' `res`).
+//! - `lstm`: `depth` stacked LSTM layers unrolled over `seq` steps, MSE of the
+//!   last hidden state.
+//! - `resnet`: conv stem + max-pool, `depth` residual blocks of two 3x3
+//!   convs, global average pool, linear head, softmax cross-entropy.
+//! - `transformer`: `depth` pre-LN encoder layers (multi-head attention with
+//!   batched matmul and softmax from primitives, then an MLP), MSE loss.
+//!
+//! Invariants out: the module verifies (`ckopt_ir::verify_module`); every
+//! trainable argument carries `{ck.param}`; `%x` and `%target` do not.
+//! Errors (not panics) for sizes that are zero, above the limits below,
+//! overflow u64 bytes, or break a model rule (heads must divide width, ...).
+//!
+//! Complexity: O(ops) time and memory; ops grow linearly in `depth`
+//! (times `seq` for lstm).
+
+mod builder;
+mod lstm;
+mod mlp;
+mod resnet;
+mod transformer;
+
+use ckopt_ir::Module;
+use std::fmt;
+use std::str::FromStr;
+
+/// Largest accepted value of any size option.
+pub const MAX_DIM: u64 = 1 << 31;
+/// Largest number of ops a generated function may have (estimated before building).
+pub const MAX_OPS: u64 = 4_000_000;
+
+/// The benchmark models.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ModelKind {
+    Mlp,
+    Resmlp,
+    Lstm,
+    Resnet,
+    Transformer,
+}
+
+/// A size option of `ckopt-gen` (`--depth`, `--width`, ...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SizeOpt {
+    Depth,
+    Width,
+    Batch,
+    Seq,
+    Heads,
+    Channels,
+    Image,
+    Classes,
+}
+
+impl SizeOpt {
+    pub const ALL: [SizeOpt; 8] = [
+        SizeOpt::Depth,
+        SizeOpt::Width,
+        SizeOpt::Batch,
+        SizeOpt::Seq,
+        SizeOpt::Heads,
+        SizeOpt::Channels,
+        SizeOpt::Image,
+        SizeOpt::Classes,
+    ];
+    /// Option name without dashes (`depth`).
+    pub fn name(self) -> &'static str {
+        match self {
+            SizeOpt::Depth => "depth",
+            SizeOpt::Width => "width",
+            SizeOpt::Batch => "batch",
+            SizeOpt::Seq => "seq",
+            SizeOpt::Heads => "heads",
+            SizeOpt::Channels => "channels",
+            SizeOpt::Image => "image",
+            SizeOpt::Classes => "classes",
+        }
+    }
+}
+
+/// Requested sizes; `None` means "the model's default". Setting an option
+/// that the model does not use is an error (so typos in scripts show up).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GenOptions {
+    pub depth: Option<u64>,
+    pub width: Option<u64>,
+    pub batch: Option<u64>,
+    pub seq: Option<u64>,
+    pub heads: Option<u64>,
+    pub channels: Option<u64>,
+    pub image: Option<u64>,
+    pub classes: Option<u64>,
+}
+
+impl GenOptions {
+    pub fn get(&self, o: SizeOpt) -> Option<u64> {
+        match o {
+            SizeOpt::Depth => self.depth,
+            SizeOpt::Width => self.width,
+            SizeOpt::Batch => self.batch,
+            SizeOpt::Seq => self.seq,
+            SizeOpt::Heads => self.heads,
+            SizeOpt::Channels => self.channels,
+            SizeOpt::Image => self.image,
+            SizeOpt::Classes => self.classes,
+        }
+    }
+    pub fn set(&mut self, o: SizeOpt, v: Option<u64>) {
+        let slot = match o {
+            SizeOpt::Depth => &mut self.depth,
+            SizeOpt::Width => &mut self.width,
+            SizeOpt::Batch => &mut self.batch,
+            SizeOpt::Seq => &mut self.seq,
+            SizeOpt::Heads => &mut self.heads,
+            SizeOpt::Channels => &mut self.channels,
+            SizeOpt::Image => &mut self.image,
+            SizeOpt::Classes => &mut self.classes,
+        };
+        *slot = v;
+    }
+}
+
+/// Resolved sizes: every option the model uses is set (>= 1); the ones it
+/// does not use are 0.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sizes {
+    pub depth: u64,
+    pub width: u64,
+    pub batch: u64,
+    pub seq: u64,
+    pub heads: u64,
+    pub channels: u64,
+    pub image: u64,
+    pub classes: u64,
+}
+
+impl Sizes {
+    pub fn get(&self, o: SizeOpt) -> u64 {
+        match o {
+            SizeOpt::Depth => self.depth,
+            SizeOpt::Width => self.width,
+            SizeOpt::Batch => self.batch,
+            SizeOpt::Seq => self.seq,
+            SizeOpt::Heads => self.heads,
+            SizeOpt::Channels => self.channels,
+            SizeOpt::Image => self.image,
+            SizeOpt::Classes => self.classes,
+        }
+    }
+}
+
+impl ModelKind {
+    pub const ALL: [ModelKind; 5] =
+        [ModelKind::Mlp, ModelKind::Resmlp, ModelKind::Lstm, ModelKind::Resnet, ModelKind::Transformer];
+
+    /// The model's name, which is also the generated function's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ModelKind::Mlp => "mlp",
+            ModelKind::Resmlp => "resmlp",
+            ModelKind::Lstm => "lstm",
+            ModelKind::Resnet => "resnet",
+            ModelKind::Transformer => "transformer",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<ModelKind> {
+        ModelKind::ALL.iter().copied().find(|k| k.name() == s)
+    }
+
+    /// The size options this model uses with their defaults, in help order.
+    pub fn options(self) -> &'static [(SizeOpt, u64)] {
+        use SizeOpt::*;
+        match self {
+            ModelKind::Mlp | ModelKind::Resmlp => &[(Depth, 4), (Width, 64), (Batch, 32)],
+            ModelKind::Lstm => &[(Depth, 2), (Seq, 8), (Width, 32), (Batch, 8)],
+            ModelKind::Resnet => &[(Depth, 2), (Channels, 8), (Image, 16), (Batch, 4), (Classes, 10)],
+            ModelKind::Transformer => &[(Depth, 2), (Seq, 16), (Width, 32), (Heads, 4), (Batch, 2)],
+        }
+    }
+
+    /// What the model computes, its argument shapes and options: the text of
+    /// `ckopt-gen --help` for this model.
+    pub fn describe(self) -> &'static str {
+        match self {
+            ModelKind::Mlp => {
+                "depth blocks h = relu(h·W_i + b_i) (width -> width; b_i broadcast over the batch), \
+                 loss = mean((h - target)^2).\n\
+                 args: %x [batch, width], %target [batch, width], then per block \
+                 %w{i} [width, width], %b{i} [width] {ck.param}.\n\
+                 Per block: matmul, broadcast, add, relu (4 values of batch·width·4 bytes)."
+            }
+            ModelKind::Resmlp => {
+                "depth pre-LayerNorm residual blocks h = h + (relu(LN(h)·W1_i + b1_i)·W2_i + b2_i), \
+                 LN without affine parameters (eps 1e-5, biased variance), \
+                 loss = mean((h - target)^2).\n\
+                 args: %x [batch, width], %target [batch, width], then per block \
+                 %w{i}a [width, width], %b{i}a [width], %w{i}b [width, width], %b{i}b [width] {ck.param}."
+            }
+            ModelKind::Lstm => {
+                "depth stacked LSTM layers unrolled over seq time steps (gates i, f, g, o from \
+                 x_t·Wx + h·Wh + b sliced in that order; sigmoid/tanh), h and c start at zero; \
+                 layer l > 0 reads the hidden states of layer l-1; loss = mean((h_last - target)^2) \
+                 on the top layer's last hidden state.\n\
+                 args: %x [seq, batch, width], %target [batch, width], then per layer \
+                 %wx{l} [width, 4·width], %wh{l} [width, 4·width], %b{l} [4·width] {ck.param}."
+            }
+            ModelKind::Resnet => {
+                "stem: relu(conv3x3(x)) 3 -> channels, then max_pool 2x2 stride 2; depth residual \
+                 blocks h = relu(h + conv3x3(relu(conv3x3(h)))) (padding 1, no bias, no batch norm); \
+                 global avg_pool, reshape, linear head to classes logits; loss = softmax \
+                 cross-entropy against %target (one-hot), averaged over the batch.\n\
+                 args: %x [batch, 3, image, image] (NCHW), %target [batch, classes], then \
+                 %w_stem [channels, 3, 3, 3], per block %w{i}a, %w{i}b [channels, channels, 3, 3], \
+                 then %w_fc [channels, classes], %b_fc [classes] {ck.param}. image >= 2."
+            }
+            ModelKind::Transformer => {
+                "depth pre-LN encoder layers (no mask, no dropout): h = h + Attn(LN(h))·Wo, \
+                 h = h + relu(LN(h)·W1 + b1)·W2 + b2 with an MLP of 4·width; attention per \
+                 head d = width/heads: softmax(Q·K^T / sqrt(d))·V with batched matmul on \
+                 [batch·heads, seq, d] and softmax from primitives; loss = mean((h - target)^2).\n\
+                 args: %x [batch, seq, width], %target [batch, seq, width], then per layer \
+                 %wq{l}, %wk{l}, %wv{l}, %wo{l} [width, width], %w1_{l} [width, 4·width], \
+                 %b1_{l} [4·width], %w2_{l} [4·width, width], %b2_{l} [width] {ck.param}. heads must divide width."
+            }
+        }
+    }
+
+    /// Upper bound on the ops of the generated function (to refuse absurd sizes early).
+    fn op_estimate(self, s: &Sizes) -> Option<u64> {
+        let per_block: u64 = match self {
+            ModelKind::Mlp => 4,
+            ModelKind::Resmlp => 24,
+            ModelKind::Lstm => s.seq.checked_mul(24)?.checked_add(4)?,
+            ModelKind::Resnet => 6,
+            ModelKind::Transformer => 72,
+        };
+        s.depth.checked_mul(per_block)?.checked_add(32)
+    }
+
+    /// Fills in defaults and checks the options (range, applicability).
+    pub fn resolve(self, opts: &GenOptions) -> Result<Sizes, String> {
+        let mut s = Sizes::default();
+        let used = self.options();
+        for o in SizeOpt::ALL {
+            let default = used.iter().find(|(u, _)| *u == o).map(|(_, d)| *d);
+            let v = match (opts.get(o), default) {
+                (Some(_), None) => {
+                    let valid: Vec<String> = used.iter().map(|(u, _)| format!("--{}", u.name())).collect();
+                    return Err(format!(
+                        "option --{} does not apply to model '{}' (it takes {})",
+                        o.name(),
+                        self.name(),
+                        valid.join(", ")
+                    ));
+                }
+                (None, None) => continue,
+                (Some(v), Some(_)) | (None, Some(v)) => v,
+            };
+            if v == 0 || v > MAX_DIM {
+                return Err(format!("--{} must be between 1 and {MAX_DIM}, got {v}", o.name()));
+            }
+            match o {
+                SizeOpt::Depth => s.depth = v,
+                SizeOpt::Width => s.width = v,
+                SizeOpt::Batch => s.batch = v,
+                SizeOpt::Seq => s.seq = v,
+                SizeOpt::Heads => s.heads = v,
+                SizeOpt::Channels => s.channels = v,
+                SizeOpt::Image => s.image = v,
+                SizeOpt::Classes => s.classes = v,
+            }
+        }
+        match self.op_estimate(&s) {
+            Some(n) if n <= MAX_OPS => {}
+            _ => {
+                return Err(format!(
+                    "model '{}' with these sizes would have more than {MAX_OPS} ops; reduce --depth{}",
+                    self.name(),
+                    if self == ModelKind::Lstm { " or --seq" } else { "" }
+                ));
+            }
+        }
+        if self == ModelKind::Transformer && s.width % s.heads != 0 {
+            return Err(format!("--heads {} must divide --width {}", s.heads, s.width));
+        }
+        if self == ModelKind::Resnet && s.image < 2 {
+            return Err(format!("--image must be at least 2 (the stem pools 2x2), got {}", s.image));
+        }
+        Ok(s)
+    }
+}
+
+impl fmt::Display for ModelKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for ModelKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        ModelKind::from_name(s).ok_or_else(|| {
+            let names: Vec<&str> = ModelKind::ALL.iter().map(|k| k.name()).collect();
+            format!("unknown model '{s}' (valid: {})", names.join(", "))
+        })
+    }
+}
+
+/// Builds the model: a module with one function `@MODEL(%x, %target, params...)`
+/// returning the scalar loss. Errors are messages for the user.
+pub fn generate(kind: ModelKind, opts: &GenOptions) -> Result<Module, String> {
+    let s = kind.resolve(opts)?;
+    let func = match kind {
+        ModelKind::Mlp => mlp::mlp(&s),
+        ModelKind::Resmlp => mlp::resmlp(&s),
+        ModelKind::Lstm => lstm::lstm(&s),
+        ModelKind::Resnet => resnet::resnet(&s),
+        ModelKind::Transformer => transformer::transformer(&s),
+    }
+    .map_err(|m| format!("cannot build model '{}': {m}", kind.name()))?;
+    Ok(Module { funcs: vec![func] })
+}
+
+/// `--help` text for all models: description, options and defaults.
+pub fn help_text() -> String {
+    let mut out = String::from("MODELS (the function is @MODEL, returning the scalar loss):\n");
+    for k in ModelKind::ALL {
+        let opts: Vec<String> = k.options().iter().map(|(o, d)| format!("--{} (default {d})", o.name())).collect();
+        out.push_str(&format!("\n  {}\n", k.name()));
+        for line in k.describe().lines() {
+            out.push_str(&format!("    {}\n", line.trim()));
+        }
+        out.push_str(&format!("    options: {}\n", opts.join(", ")));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

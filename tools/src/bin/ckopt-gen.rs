@@ -1,4 +1,94 @@
-fn main() {
-    eprintln!("ckopt-gen: not built yet");
-    std::process::exit(1);
+//! ckopt-gen: prints a benchmark model as ck IR.
+//!
+//! `ckopt-gen MODEL [--depth N] [--width N] [--batch N] [--seq N] [--heads N]
+//! [--channels N] [--image N] [--classes N] [-o FILE]`. The module has one
+//! function `@MODEL(%x, %target, params... {ck.param}) -> tensor<f32>`
+//! returning the loss. The models live in `ckopt-models`; this is only
+//! argument parsing and printing. Bad options: a message on stderr and exit
+//! code 1 (never a panic); `--help` exits 0.
+
+use ckopt_models::{GenOptions, ModelKind, SizeOpt, generate, help_text};
+use clap::{CommandFactory, FromArgMatches, Parser};
+use std::io::Write;
+use std::process::ExitCode;
+
+/// Prints one of ckopt's benchmark models as ck IR (MLIR generic syntax).
+#[derive(Parser, Debug)]
+#[command(name = "ckopt-gen", version)]
+struct Cli {
+    /// The model: mlp, resmlp, lstm, resnet or transformer.
+    model: ModelKind,
+    /// Blocks / layers (all models; lstm: stacked layers).
+    #[arg(long)]
+    depth: Option<u64>,
+    /// Feature width (mlp, resmlp, lstm hidden size, transformer d_model).
+    #[arg(long)]
+    width: Option<u64>,
+    /// Batch size (all models).
+    #[arg(long)]
+    batch: Option<u64>,
+    /// Sequence length / time steps (lstm, transformer).
+    #[arg(long)]
+    seq: Option<u64>,
+    /// Attention heads; must divide --width (transformer).
+    #[arg(long)]
+    heads: Option<u64>,
+    /// Convolution channels (resnet).
+    #[arg(long)]
+    channels: Option<u64>,
+    /// Input image height = width in pixels, >= 2 (resnet).
+    #[arg(long)]
+    image: Option<u64>,
+    /// Number of classes of the classifier head (resnet).
+    #[arg(long)]
+    classes: Option<u64>,
+    /// Write the IR to FILE instead of stdout.
+    #[arg(short = 'o', value_name = "FILE")]
+    output: Option<String>,
+}
+
+fn run(cli: &Cli) -> Result<(), String> {
+    let mut opts = GenOptions::default();
+    let given = [
+        (SizeOpt::Depth, cli.depth),
+        (SizeOpt::Width, cli.width),
+        (SizeOpt::Batch, cli.batch),
+        (SizeOpt::Seq, cli.seq),
+        (SizeOpt::Heads, cli.heads),
+        (SizeOpt::Channels, cli.channels),
+        (SizeOpt::Image, cli.image),
+        (SizeOpt::Classes, cli.classes),
+    ];
+    for (o, v) in given {
+        opts.set(o, v);
+    }
+    let module = generate(cli.model, &opts)?;
+    let text = ckopt_ir::print_module(&module);
+    match &cli.output {
+        Some(path) if path != "-" => std::fs::write(path, text).map_err(|e| format!("cannot write '{path}': {e}")),
+        _ => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(text.as_bytes()).and_then(|()| out.flush()).map_err(|e| format!("cannot write to stdout: {e}"))
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cmd = Cli::command().after_help(help_text());
+    let cli = match cmd.try_get_matches().and_then(|m| Cli::from_arg_matches(&m)) {
+        Ok(c) => c,
+        Err(e) => {
+            // --help / --version print to stdout and succeed; usage errors exit 1.
+            let code = if e.use_stderr() { ExitCode::FAILURE } else { ExitCode::SUCCESS };
+            let _ = e.print();
+            return code;
+        }
+    };
+    match run(&cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("ckopt-gen: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }

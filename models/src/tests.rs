@@ -1,0 +1,175 @@
+//! Unit tests of the model generators: every model verifies at small and
+//! medium sizes, op counts grow linearly with depth, parameters are marked,
+//! the first result is rank 0, output is deterministic, bad options are errors.
+
+use super::*;
+use ckopt_ir::{OpKind, TensorType, print_module, verify_module};
+
+fn opts(pairs: &[(SizeOpt, u64)]) -> GenOptions {
+    let mut o = GenOptions::default();
+    for &(k, v) in pairs {
+        o.set(k, Some(v));
+    }
+    o
+}
+
+fn small(kind: ModelKind) -> GenOptions {
+    use SizeOpt::*;
+    match kind {
+        ModelKind::Mlp | ModelKind::Resmlp => opts(&[(Depth, 2), (Width, 8), (Batch, 4)]),
+        ModelKind::Lstm => opts(&[(Depth, 2), (Seq, 3), (Width, 4), (Batch, 2)]),
+        ModelKind::Resnet => opts(&[(Depth, 2), (Channels, 4), (Image, 6), (Batch, 2), (Classes, 3)]),
+        ModelKind::Transformer => opts(&[(Depth, 2), (Seq, 4), (Width, 8), (Heads, 2), (Batch, 2)]),
+    }
+}
+
+fn gen_ok(kind: ModelKind, o: &GenOptions) -> Module {
+    match generate(kind, o) {
+        Ok(m) => m,
+        Err(e) => panic!("{kind} {o:?}: {e}"),
+    }
+}
+
+fn num_ops(m: &Module) -> usize {
+    m.funcs[0].body.len()
+}
+
+#[test]
+fn every_model_verifies_at_small_default_and_medium_sizes() {
+    for k in ModelKind::ALL {
+        let medium = {
+            let mut o = small(k);
+            o.depth = Some(12);
+            o.batch = Some(16);
+            o
+        };
+        for o in [small(k), GenOptions::default(), medium] {
+            let m = gen_ok(k, &o);
+            assert_eq!(m.funcs.len(), 1);
+            assert_eq!(m.funcs[0].name, k.name());
+            if let Err(d) = verify_module(&m) {
+                panic!("{k} {o:?} does not verify:\n{d}");
+            }
+        }
+    }
+}
+
+#[test]
+fn signature_is_x_target_then_marked_params_and_a_scalar_loss() {
+    for k in ModelKind::ALL {
+        let m = gen_ok(k, &small(k));
+        let f = &m.funcs[0];
+        assert_eq!(f.name_of(f.params[0].value), "x", "{k}");
+        assert_eq!(f.name_of(f.params[1].value), "target", "{k}");
+        assert!(!f.is_trainable(0) && !f.is_trainable(1), "{k}: x/target must not be params");
+        assert!(f.params.len() > 2, "{k} has no parameters");
+        for i in 2..f.params.len() {
+            assert!(f.is_trainable(i), "{k}: argument {i} lacks ck.param");
+        }
+        assert_eq!(f.result_types.first(), Some(&TensorType::scalar()), "{k}");
+        assert_eq!(f.body.last().map(|o| o.kind), Some(OpKind::Return));
+    }
+}
+
+#[test]
+fn op_and_param_counts_grow_linearly_with_depth() {
+    for k in ModelKind::ALL {
+        let at = |d: u64| {
+            let mut o = small(k);
+            o.depth = Some(d);
+            let m = gen_ok(k, &o);
+            (num_ops(&m), m.funcs[0].params.len())
+        };
+        let (o1, p1) = at(1);
+        let (o2, p2) = at(2);
+        let (o5, p5) = at(5);
+        assert!(o2 > o1, "{k}: ops do not grow with depth");
+        assert_eq!(o5 - o1, 4 * (o2 - o1), "{k}: ops not linear in depth");
+        assert_eq!(p5 - p1, 4 * (p2 - p1), "{k}: params not linear in depth");
+    }
+}
+
+#[test]
+fn mlp_block_is_matmul_broadcast_add_relu() {
+    let m = gen_ok(ModelKind::Mlp, &opts(&[(SizeOpt::Depth, 3), (SizeOpt::Width, 8), (SizeOpt::Batch, 4)]));
+    let kinds: Vec<OpKind> = m.funcs[0].body.iter().map(|o| o.kind).collect();
+    use OpKind::*;
+    let block = [Matmul, Broadcast, Add, Relu];
+    let tail = [Sub, Mul, ReduceSum, Scale, Return];
+    let want: Vec<OpKind> = block.iter().cycle().take(12).copied().chain(tail).collect();
+    assert_eq!(kinds, want);
+    // 3·(W·W + W) parameters plus x and target.
+    assert_eq!(m.funcs[0].params.len(), 2 + 2 * 3);
+}
+
+#[test]
+fn lstm_ops_scale_with_seq() {
+    let at = |s: u64| {
+        let mut o = small(ModelKind::Lstm);
+        o.seq = Some(s);
+        num_ops(&gen_ok(ModelKind::Lstm, &o))
+    };
+    assert_eq!(at(7) - at(3), 4 * (at(4) - at(3)));
+}
+
+#[test]
+fn output_is_deterministic() {
+    for k in ModelKind::ALL {
+        let a = print_module(&gen_ok(k, &small(k)));
+        let b = print_module(&gen_ok(k, &small(k)));
+        assert_eq!(a, b, "{k}");
+    }
+}
+
+#[test]
+fn bad_options_are_errors() {
+    use SizeOpt::*;
+    let cases: Vec<(ModelKind, GenOptions, &str)> = vec![
+        (ModelKind::Mlp, opts(&[(Depth, 0)]), "--depth must be between"),
+        (ModelKind::Mlp, opts(&[(Width, 0)]), "--width must be between"),
+        (ModelKind::Mlp, opts(&[(Heads, 2)]), "does not apply"),
+        (ModelKind::Resnet, opts(&[(Width, 2)]), "does not apply"),
+        (ModelKind::Transformer, opts(&[(Width, 10), (Heads, 4)]), "must divide"),
+        (ModelKind::Resnet, opts(&[(Image, 1)]), "--image must be at least 2"),
+        (ModelKind::Mlp, opts(&[(Depth, 100_000_000)]), "ops"),
+        (ModelKind::Lstm, opts(&[(Seq, 1 << 30), (Depth, 1 << 30)]), "ops"),
+        (ModelKind::Mlp, opts(&[(Width, MAX_DIM + 1)]), "between"),
+        // W·W·4 bytes = 2^64: overflows u64.
+        (ModelKind::Mlp, opts(&[(Width, 1 << 31), (Depth, 1)]), "overflow"),
+        (ModelKind::Transformer, opts(&[(Batch, 1 << 31), (Seq, 1 << 31), (Width, 1 << 31), (Heads, 1)]), "overflow"),
+        (ModelKind::Resnet, opts(&[(Channels, 1 << 31), (Image, 1 << 31)]), "overflow"),
+    ];
+    for (k, o, want) in cases {
+        match generate(k, &o) {
+            Ok(_) => panic!("{k} {o:?} should fail"),
+            Err(e) => assert!(e.contains(want), "{k} {o:?}: error {e:?} lacks {want:?}"),
+        }
+    }
+}
+
+#[test]
+fn model_names_parse_and_unknown_lists_valid() {
+    for k in ModelKind::ALL {
+        assert_eq!(k.name().parse::<ModelKind>(), Ok(k));
+    }
+    let e = "vgg".parse::<ModelKind>().err().unwrap_or_default();
+    assert!(e.contains("mlp, resmlp, lstm, resnet, transformer"), "{e}");
+}
+
+#[test]
+fn help_mentions_every_model_and_its_options() {
+    let h = help_text();
+    for k in ModelKind::ALL {
+        assert!(h.contains(&format!("\n  {}\n", k.name())), "{k}");
+        for (o, _) in k.options() {
+            assert!(h.contains(&format!("--{}", o.name())));
+        }
+    }
+}
+
+#[test]
+fn deep_mlp_builds_quickly_enough_to_matter() {
+    // 10,000 blocks = 40,000 ops: the planning benchmarks' size.
+    let m = gen_ok(ModelKind::Mlp, &opts(&[(SizeOpt::Depth, 10_000), (SizeOpt::Width, 64), (SizeOpt::Batch, 8)]));
+    assert_eq!(num_ops(&m), 4 * 10_000 + 5);
+}

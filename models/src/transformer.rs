@@ -1,0 +1,87 @@
+//! `transformer`: `depth` pre-LayerNorm encoder layers (no mask, no dropout).
+//!
+//! Activations are kept as rows `[B·S, W]` (so projections are rank-2
+//! matmuls); attention reshapes to `[B·H, S, D]` (D = W/H) so the score and
+//! context products are rank-3 batched matmuls with equal batch dims:
+//!   n = LN(h); q, k, v = n·Wq, n·Wk, n·Wv
+//!   split(t) = reshape(transpose(reshape(t, [B,S,H,D]), [0,2,1,3]), [B·H,S,D])
+//!   p = softmax(scale(matmul(split q, split k, transpose_b), 1/sqrt D))
+//!   ctx = merge(matmul(p, split v)) (the inverse of split); h = h + ctx·Wo
+//!   h = h + (relu(LN(h)·W1 + b1)·W2 + b2), MLP width 4·W
+//! Loss: MSE of reshape(h, [B, S, W]) against %target.
+//!
+//! Complexity: O(depth) ops.
+
+use crate::Sizes;
+use crate::builder::{Builder, mul};
+use ckopt_ir::{Func, OpKind, ValueId};
+
+pub(crate) fn transformer(s: &Sizes) -> Result<Func, String> {
+    let (b, sq, w, nh) = (s.batch, s.seq, s.width, s.heads);
+    if nh == 0 || w % nh != 0 {
+        return Err(format!("heads {nh} must divide width {w}"));
+    }
+    let d = w / nh;
+    let w4 = mul(4, w, "4·width")?;
+    let rows = mul(b, sq, "batch·seq")?;
+    let bh = mul(b, nh, "batch·heads")?;
+    let mut g = Builder::new("transformer");
+    let x = g.arg("x", &[b, sq, w], false)?;
+    let t = g.arg("target", &[b, sq, w], false)?;
+    struct Layer {
+        wq: ValueId,
+        wk: ValueId,
+        wv: ValueId,
+        wo: ValueId,
+        w1: ValueId,
+        b1: ValueId,
+        w2: ValueId,
+        b2: ValueId,
+    }
+    let mut layers = Vec::with_capacity(s.depth as usize);
+    for l in 0..s.depth {
+        layers.push(Layer {
+            wq: g.arg(&format!("wq{l}"), &[w, w], true)?,
+            wk: g.arg(&format!("wk{l}"), &[w, w], true)?,
+            wv: g.arg(&format!("wv{l}"), &[w, w], true)?,
+            wo: g.arg(&format!("wo{l}"), &[w, w], true)?,
+            w1: g.arg(&format!("w1_{l}"), &[w, w4], true)?,
+            b1: g.arg(&format!("b1_{l}"), &[w4], true)?,
+            w2: g.arg(&format!("w2_{l}"), &[w4, w], true)?,
+            b2: g.arg(&format!("b2_{l}"), &[w], true)?,
+        });
+    }
+    let inv_sqrt_d = 1.0 / (d as f32).sqrt();
+    let mut h = g.reshape(x, &[rows, w], "h_in")?;
+    for (l, p) in layers.iter().enumerate() {
+        let n = g.layer_norm(h, &format!("{l}a"))?;
+        let q = g.matmul(n, p.wq, false, &format!("q{l}"))?;
+        let k = g.matmul(n, p.wk, false, &format!("k{l}"))?;
+        let v = g.matmul(n, p.wv, false, &format!("v{l}"))?;
+        let split = |g: &mut Builder, t: ValueId, nm: &str| -> Result<ValueId, String> {
+            let r4 = g.reshape(t, &[b, sq, nh, d], &format!("{nm}{l}_4d"))?;
+            let tr = g.transpose(r4, &[0, 2, 1, 3], &format!("{nm}{l}_t"))?;
+            g.reshape(tr, &[bh, sq, d], &format!("{nm}{l}_heads"))
+        };
+        let qh = split(&mut g, q, "q")?;
+        let kh = split(&mut g, k, "k")?;
+        let vh = split(&mut g, v, "v")?;
+        let sc = g.matmul(qh, kh, true, &format!("scores{l}"))?;
+        let scs = g.scale(sc, inv_sqrt_d, &format!("scaled{l}"))?;
+        let pr = g.softmax_last(scs, &l.to_string())?;
+        let ctx = g.matmul(pr, vh, false, &format!("ctx{l}"))?;
+        let c4 = g.reshape(ctx, &[b, nh, sq, d], &format!("ctx{l}_4d"))?;
+        let ct = g.transpose(c4, &[0, 2, 1, 3], &format!("ctx{l}_t"))?;
+        let cm = g.reshape(ct, &[rows, w], &format!("ctx{l}_rows"))?;
+        let o = g.matmul(cm, p.wo, false, &format!("attn{l}"))?;
+        let h1 = g.binary(OpKind::Add, h, o, &format!("h{l}a"))?;
+        let n2 = g.layer_norm(h1, &format!("{l}b"))?;
+        let f1 = g.linear(n2, p.w1, p.b1, &format!("{l}_ff1"))?;
+        let fr = g.unary(OpKind::Relu, f1, &format!("ff{l}"))?;
+        let f2 = g.linear(fr, p.w2, p.b2, &format!("{l}_ff2"))?;
+        h = g.binary(OpKind::Add, h1, f2, &format!("h{l}"))?;
+    }
+    let y = g.reshape(h, &[b, sq, w], "y")?;
+    let loss = g.mse(y, t)?;
+    g.finish(loss)
+}
