@@ -1,0 +1,164 @@
+//! Deterministic randomness: the dropout mask and generated inputs.
+//!
+//! Everything here is a pure function of its arguments (no global state), so
+//! every backend and every recomputation reproduces the same numbers.
+//!
+//! - `mix64` is SplitMix64's output function (Steele, Lea, Flood 2014), a
+//!   bijective 64-bit finalizer.
+//! - `dropout_keep(seed, index, rate)` is the ck.dropout mask: see its doc for
+//!   the exact formula that lowered kernels must reproduce bit for bit.
+//! - `random_inputs(func, seed)` draws the `ckopt-run --seed N` inputs.
+
+use crate::tensor::{Tensor, shape_of};
+use ckopt_ir::{Diag, Func};
+
+/// SplitMix64's increment (2^64 / golden ratio).
+pub const GOLDEN: u64 = 0x9E37_79B9_7F4A_7C15;
+
+/// SplitMix64's output function: `z ^= z >> 30; z *= 0xBF58476D1CE4E5B9;
+/// z ^= z >> 27; z *= 0x94D049BB133111EB; z ^= z >> 31` (wrapping arithmetic).
+pub fn mix64(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Maps 64 random bits to a uniform f32 in [0, 1): the top 24 bits times 2^-24
+/// (every value is exactly representable, so all backends agree).
+pub fn unit_f32(bits: u64) -> f32 {
+    (bits >> 40) as f32 * (1.0 / 16_777_216.0)
+}
+
+/// A SplitMix64 stream: `state += GOLDEN; mix64(state)`.
+#[derive(Clone, Debug)]
+pub struct SplitMix64 {
+    pub state: u64,
+}
+
+impl SplitMix64 {
+    pub fn new(seed: u64) -> Self {
+        SplitMix64 { state: seed }
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        self.state = self.state.wrapping_add(GOLDEN);
+        mix64(self.state)
+    }
+    /// Uniform in [0, 1) (`unit_f32` of the next output).
+    pub fn next_unit(&mut self) -> f32 {
+        unit_f32(self.next_u64())
+    }
+}
+
+/// The dropout mask: whether element `index` (flat row-major index into the
+/// operand) is kept by `ck.dropout {seed, rate}`.
+///
+/// Exact formula (all arithmetic wrapping on u64):
+/// ```text
+/// h    = mix64(mix64(seed as u64 + GOLDEN) ^ index)
+/// u    = (h >> 40) as f32 * 2^-24          // uniform in [0, 1), exact in f32
+/// keep = u >= rate
+/// ```
+/// and the op computes `y[i] = keep(i) ? x[i] / (1 - rate) : 0`.
+/// It is a pure function of `(seed, index, rate)`: recomputing the op (remat)
+/// regenerates the identical mask, with no stored state. `rate = 0` keeps all.
+pub fn dropout_keep(seed: i64, index: u64, rate: f32) -> bool {
+    let h = mix64(mix64((seed as u64).wrapping_add(GOLDEN)) ^ index);
+    unit_f32(h) >= rate
+}
+
+/// Fan-in used to scale `{ck.param}` arguments: rank 2 `[K, N]` (a matmul
+/// weight) → K; rank 4 `FCHW` (a conv filter) → C·KH·KW; other ranks >= 3 →
+/// product of all dims but the last; rank 0 and 1 → 1 (biases and gains are
+/// not scaled).
+pub fn fan_in(shape: &[usize]) -> usize {
+    match shape.len() {
+        0 | 1 => 1,
+        2 => shape[0],
+        4 => shape[1] * shape[2] * shape[3],
+        r => shape[..r - 1].iter().product(),
+    }
+    .max(1)
+}
+
+/// Deterministic inputs for `func`, one tensor per argument, in order.
+///
+/// Distribution: argument `i` uses the stream
+/// `SplitMix64::new(mix64(seed ^ (i as u64 + 1).wrapping_mul(GOLDEN)))`, and
+/// each element (row-major) is `2 * next_unit() - 1`, uniform in [-1, 1).
+/// Arguments marked `{ck.param}` are then multiplied by `1 / sqrt(fan_in)`
+/// (see `fan_in`), a LeCun-style scale that keeps activations O(1) so
+/// training is stable. Errors when an argument is larger than the
+/// interpreter's limit.
+pub fn try_random_inputs(func: &Func, seed: u64) -> Result<Vec<Tensor>, Diag> {
+    (0..func.params.len())
+        .map(|i| {
+            random_arg(func, i, seed).map_err(|m| {
+                let v = func.params[i].value;
+                Diag::error(func.loc.clone(), format!("argument {i} (%{}) of @{}: {m}", func.name_of(v), func.name))
+            })
+        })
+        .collect()
+}
+
+/// The generated value of argument `i` (see `try_random_inputs`).
+pub fn random_arg(func: &Func, i: usize, seed: u64) -> Result<Tensor, String> {
+    let p = func.params.get(i).ok_or_else(|| format!("@{} has no argument {i}", func.name))?;
+    let shape = shape_of(func.ty(p.value))?;
+    let mut rng = SplitMix64::new(mix64(seed ^ (i as u64 + 1).wrapping_mul(GOLDEN)));
+    let scale = if func.is_trainable(i) { 1.0 / (fan_in(&shape) as f32).sqrt() } else { 1.0 };
+    let mut t = Tensor::zeros(&shape);
+    for v in &mut t.data {
+        *v = (2.0 * rng.next_unit() - 1.0) * scale;
+    }
+    Ok(t)
+}
+
+/// `try_random_inputs` for tests and callers that already know the sizes are
+/// reasonable (generated and verified modules). Never panics: an argument
+/// above the interpreter's size limit gets an empty placeholder tensor of
+/// shape `[0]`, which `run_func` then rejects with a located error.
+pub fn random_inputs(func: &Func, seed: u64) -> Vec<Tensor> {
+    (0..func.params.len())
+        .map(|i| random_arg(func, i, seed).unwrap_or(Tensor { shape: vec![0], data: Vec::new() }))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ckopt_ir::{Loc, TensorType};
+
+    #[test]
+    fn mix64_matches_splitmix64_reference_values() {
+        // SplitMix64 seeded with 0: the first outputs of the reference C code.
+        let mut r = SplitMix64::new(0);
+        assert_eq!(r.next_u64(), 0xE220_A839_7B1D_CDAF);
+        assert_eq!(r.next_u64(), 0x6E78_9E6A_A1B9_65F4);
+    }
+
+    #[test]
+    fn dropout_mask_is_pure_and_rate_controls_density() {
+        for i in 0..100 {
+            assert_eq!(dropout_keep(7, i, 0.5), dropout_keep(7, i, 0.5));
+            assert!(dropout_keep(7, i, 0.0), "rate 0 keeps everything");
+        }
+        let kept = (0..10_000).filter(|&i| dropout_keep(42, i, 0.3)).count();
+        assert!((6_700..7_300).contains(&kept), "kept {kept} of 10000 at rate 0.3");
+        let other = (0..10_000).filter(|&i| dropout_keep(43, i, 0.3) != dropout_keep(42, i, 0.3)).count();
+        assert!(other > 1_000, "different seeds give different masks");
+    }
+
+    #[test]
+    fn random_inputs_are_deterministic_bounded_and_params_scaled() {
+        let mut f = Func::new("f", Loc::unknown());
+        f.add_param("x", TensorType::f32(vec![4, 8]), false);
+        f.add_param("w", TensorType::f32(vec![16, 8]), true);
+        let a = random_inputs(&f, 3);
+        assert_eq!(a, random_inputs(&f, 3));
+        assert_ne!(a, random_inputs(&f, 4));
+        assert_eq!(a[0].shape, vec![4, 8]);
+        assert!(a[0].data.iter().all(|v| (-1.0..1.0).contains(v)));
+        assert!(a[1].data.iter().all(|v| v.abs() <= 0.25), "scaled by 1/sqrt(16)");
+        assert!(a[1].data.iter().any(|v| v.abs() > 0.1));
+    }
+}

@@ -1,0 +1,313 @@
+//! Hand-computed cases for every `ck` op: each expected number is written out
+//! (worked by hand in the comments where not obvious), so the oracle is
+//! checked against arithmetic, not against itself.
+
+use ckopt_interp::random::dropout_keep;
+use ckopt_interp::{Tensor, eval_kind};
+use ckopt_ir::{Attr, Attrs, OpKind, TensorType, attrs};
+
+fn t(shape: &[usize], data: &[f32]) -> Tensor {
+    Tensor::new(shape.to_vec(), data.to_vec()).expect("test tensor")
+}
+
+fn ev(kind: OpKind, a: Attrs, inputs: &[&Tensor], out: &[u64]) -> Tensor {
+    match eval_kind(kind, &a, inputs, &TensorType::f32(out.to_vec())) {
+        Ok(t) => t,
+        Err(e) => panic!("ck.{} failed: {e}", kind.name()),
+    }
+}
+
+fn ints(v: &[i64]) -> Attr {
+    Attr::IntArray(v.to_vec())
+}
+
+#[track_caller]
+fn close(got: &Tensor, shape: &[usize], want: &[f32]) {
+    assert_eq!(got.shape, shape, "shape");
+    assert_eq!(got.data.len(), want.len());
+    for (i, (g, w)) in got.data.iter().zip(want).enumerate() {
+        assert!((g - w).abs() <= 1e-6 + 1e-6 * w.abs(), "element {i}: got {g}, want {w} (all: {:?})", got.data);
+    }
+}
+
+#[test]
+fn unary_elementwise_ops_match_hand_values() {
+    let x = t(&[3], &[-1.0, 0.0, 2.0]);
+    close(&ev(OpKind::Neg, Attrs::new(), &[&x], &[3]), &[3], &[1.0, 0.0, -2.0]);
+    close(&ev(OpKind::Exp, Attrs::new(), &[&x], &[3]), &[3], &[0.367_879_45, 1.0, 7.389_056]);
+    close(&ev(OpKind::Tanh, Attrs::new(), &[&x], &[3]), &[3], &[-0.761_594_2, 0.0, 0.964_027_6]);
+    close(&ev(OpKind::Sigmoid, Attrs::new(), &[&x], &[3]), &[3], &[0.268_941_43, 0.5, 0.880_797_1]);
+    close(&ev(OpKind::Relu, Attrs::new(), &[&x], &[3]), &[3], &[0.0, 0.0, 2.0]);
+    let p = t(&[3], &[1.0, 4.0, 0.25]);
+    close(&ev(OpKind::Log, Attrs::new(), &[&p], &[3]), &[3], &[0.0, 1.386_294_4, -1.386_294_4]);
+    close(&ev(OpKind::Sqrt, Attrs::new(), &[&p], &[3]), &[3], &[1.0, 2.0, 0.5]);
+    close(&ev(OpKind::Rsqrt, Attrs::new(), &[&p], &[3]), &[3], &[1.0, 0.5, 2.0]);
+    let a = attrs([("value", Attr::F32(2.5))]);
+    close(&ev(OpKind::Scale, a, &[&x], &[3]), &[3], &[-2.5, 0.0, 5.0]);
+}
+
+#[test]
+fn binary_elementwise_ops_match_hand_values() {
+    let a = t(&[2, 2], &[1.0, 2.0, 3.0, -4.0]);
+    let b = t(&[2, 2], &[4.0, -5.0, 0.5, 2.0]);
+    close(&ev(OpKind::Add, Attrs::new(), &[&a, &b], &[2, 2]), &[2, 2], &[5.0, -3.0, 3.5, -2.0]);
+    close(&ev(OpKind::Sub, Attrs::new(), &[&a, &b], &[2, 2]), &[2, 2], &[-3.0, 7.0, 2.5, -6.0]);
+    close(&ev(OpKind::Mul, Attrs::new(), &[&a, &b], &[2, 2]), &[2, 2], &[4.0, -10.0, 1.5, -8.0]);
+    close(&ev(OpKind::Div, Attrs::new(), &[&a, &b], &[2, 2]), &[2, 2], &[0.25, -0.4, 6.0, -2.0]);
+    close(&ev(OpKind::Max, Attrs::new(), &[&a, &b], &[2, 2]), &[2, 2], &[4.0, 2.0, 3.0, 2.0]);
+    // relu_grad(x, dy): dy where x > 0 (x = 0 gives 0).
+    let x = t(&[4], &[-1.0, 0.0, 2.0, 0.5]);
+    let dy = t(&[4], &[5.0, 6.0, 7.0, 8.0]);
+    close(&ev(OpKind::ReluGrad, Attrs::new(), &[&x, &dy], &[4]), &[4], &[0.0, 0.0, 7.0, 8.0]);
+}
+
+#[test]
+fn fill_makes_a_constant_of_the_result_type() {
+    let a = attrs([("value", Attr::F32(3.0))]);
+    close(&ev(OpKind::Fill, a.clone(), &[], &[2, 2]), &[2, 2], &[3.0; 4]);
+    close(&ev(OpKind::Fill, a, &[], &[]), &[], &[3.0]);
+}
+
+#[test]
+fn broadcast_maps_input_dims_to_result_dims() {
+    let x = t(&[3], &[1.0, 2.0, 3.0]);
+    // dims [1]: x runs along the columns, rows repeat.
+    let y = ev(OpKind::Broadcast, attrs([("dims", ints(&[1]))]), &[&x], &[2, 3]);
+    close(&y, &[2, 3], &[1.0, 2.0, 3.0, 1.0, 2.0, 3.0]);
+    // dims [0]: x runs down the rows, columns repeat.
+    let y = ev(OpKind::Broadcast, attrs([("dims", ints(&[0]))]), &[&x], &[3, 2]);
+    close(&y, &[3, 2], &[1.0, 1.0, 2.0, 2.0, 3.0, 3.0]);
+    // Scalar to a matrix.
+    let s = Tensor::scalar(7.0);
+    close(&ev(OpKind::Broadcast, attrs([("dims", ints(&[]))]), &[&s], &[2, 2]), &[2, 2], &[7.0; 4]);
+    // [2, 1] with dims [0, 2] into [2, 2, 1]: y[i, j, 0] = x[i, 0].
+    let m = t(&[2, 1], &[5.0, 6.0]);
+    let y = ev(OpKind::Broadcast, attrs([("dims", ints(&[0, 2]))]), &[&m], &[2, 2, 1]);
+    close(&y, &[2, 2, 1], &[5.0, 5.0, 6.0, 6.0]);
+}
+
+#[test]
+fn reductions_remove_the_reduced_dims() {
+    let x = t(&[2, 3], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    let d = |v: &[i64]| attrs([("dims", ints(v))]);
+    close(&ev(OpKind::ReduceSum, d(&[1]), &[&x], &[2]), &[2], &[6.0, 15.0]);
+    close(&ev(OpKind::ReduceSum, d(&[0]), &[&x], &[3]), &[3], &[5.0, 7.0, 9.0]);
+    close(&ev(OpKind::ReduceSum, d(&[0, 1]), &[&x], &[]), &[], &[21.0]);
+    close(&ev(OpKind::ReduceSum, d(&[]), &[&x], &[2, 3]), &[2, 3], &x.data);
+    let z = t(&[2, 3], &[-1.0, 5.0, 2.0, -7.0, -3.0, -4.0]);
+    close(&ev(OpKind::ReduceMax, d(&[1]), &[&z], &[2]), &[2], &[5.0, -3.0]);
+    close(&ev(OpKind::ReduceMax, d(&[0]), &[&z], &[3]), &[3], &[-1.0, 5.0, 2.0]);
+    close(&ev(OpKind::ReduceMax, d(&[0, 1]), &[&z], &[]), &[], &[5.0]);
+    // Middle dim of a [2, 2, 2]: y[i, k] = x[i, 0, k] + x[i, 1, k].
+    let c = t(&[2, 2, 2], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]);
+    close(&ev(OpKind::ReduceSum, d(&[1]), &[&c], &[2, 2]), &[2, 2], &[4.0, 6.0, 12.0, 14.0]);
+}
+
+#[test]
+fn transpose_follows_numpy_perm() {
+    let x = t(&[2, 3], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    let y = ev(OpKind::Transpose, attrs([("perm", ints(&[1, 0]))]), &[&x], &[3, 2]);
+    close(&y, &[3, 2], &[1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
+    // x[a, b, c] of shape [2, 1, 3], perm [2, 0, 1]: y[c, a, b] shape [3, 2, 1].
+    let x3 = t(&[2, 1, 3], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    let y = ev(OpKind::Transpose, attrs([("perm", ints(&[2, 0, 1]))]), &[&x3], &[3, 2, 1]);
+    close(&y, &[3, 2, 1], &[1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
+    // perm [1, 2, 0] on [2, 2, 2]: y[b, c, a] = x[a, b, c].
+    let c = t(&[2, 2, 2], &[0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]);
+    let y = ev(OpKind::Transpose, attrs([("perm", ints(&[1, 2, 0]))]), &[&c], &[2, 2, 2]);
+    close(&y, &[2, 2, 2], &[0.0, 4.0, 1.0, 5.0, 2.0, 6.0, 3.0, 7.0]);
+}
+
+#[test]
+fn reshape_keeps_row_major_order() {
+    let x = t(&[2, 3], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    close(&ev(OpKind::Reshape, Attrs::new(), &[&x], &[3, 2]), &[3, 2], &x.data);
+    close(&ev(OpKind::Reshape, Attrs::new(), &[&x], &[6]), &[6], &x.data);
+}
+
+#[test]
+fn slice_takes_a_static_window() {
+    let x = t(&[3, 4], &(0..12).map(|v| v as f32).collect::<Vec<_>>());
+    let y = ev(OpKind::Slice, attrs([("offsets", ints(&[1, 1]))]), &[&x], &[2, 2]);
+    close(&y, &[2, 2], &[5.0, 6.0, 9.0, 10.0]);
+    let y = ev(OpKind::Slice, attrs([("offsets", ints(&[0, 3]))]), &[&x], &[3, 1]);
+    close(&y, &[3, 1], &[3.0, 7.0, 11.0]);
+}
+
+#[test]
+fn concat_joins_along_dim() {
+    let a = t(&[2, 2], &[1.0, 2.0, 3.0, 4.0]);
+    let b = t(&[1, 2], &[5.0, 6.0]);
+    let y = ev(OpKind::Concat, attrs([("dim", Attr::Int(0))]), &[&a, &b], &[3, 2]);
+    close(&y, &[3, 2], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    let c = t(&[2, 1], &[7.0, 8.0]);
+    let y = ev(OpKind::Concat, attrs([("dim", Attr::Int(1))]), &[&a, &c, &a], &[2, 5]);
+    close(&y, &[2, 5], &[1.0, 2.0, 7.0, 1.0, 2.0, 3.0, 4.0, 8.0, 3.0, 4.0]);
+}
+
+#[test]
+fn matmul_with_flags_and_batch() {
+    // [[1,2,3],[4,5,6]] x [[7,8],[9,10],[11,12]] = [[58,64],[139,154]].
+    let a = t(&[2, 3], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    let b = t(&[3, 2], &[7.0, 8.0, 9.0, 10.0, 11.0, 12.0]);
+    let want = [58.0, 64.0, 139.0, 154.0];
+    close(&ev(OpKind::Matmul, Attrs::new(), &[&a, &b], &[2, 2]), &[2, 2], &want);
+    let at = t(&[3, 2], &[1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
+    let bt = t(&[2, 3], &[7.0, 9.0, 11.0, 8.0, 10.0, 12.0]);
+    let ta = attrs([("transpose_a", Attr::Bool(true))]);
+    close(&ev(OpKind::Matmul, ta, &[&at, &b], &[2, 2]), &[2, 2], &want);
+    let tb = attrs([("transpose_b", Attr::Bool(true))]);
+    close(&ev(OpKind::Matmul, tb, &[&a, &bt], &[2, 2]), &[2, 2], &want);
+    let both = attrs([("transpose_a", Attr::Bool(true)), ("transpose_b", Attr::Bool(true))]);
+    close(&ev(OpKind::Matmul, both, &[&at, &bt], &[2, 2]), &[2, 2], &want);
+    // Batch of 2: second batch is identity x [[1,2],[3,4]].
+    let ba = t(&[2, 2, 2], &[1.0, 2.0, 3.0, 4.0, 1.0, 0.0, 0.0, 1.0]);
+    let bb = t(&[2, 2, 2], &[5.0, 6.0, 7.0, 8.0, 1.0, 2.0, 3.0, 4.0]);
+    // [[1,2],[3,4]] x [[5,6],[7,8]] = [[19,22],[43,50]].
+    close(
+        &ev(OpKind::Matmul, Attrs::new(), &[&ba, &bb], &[2, 2, 2]),
+        &[2, 2, 2],
+        &[19.0, 22.0, 43.0, 50.0, 1.0, 2.0, 3.0, 4.0],
+    );
+}
+
+#[test]
+fn conv2d_is_cross_correlation_with_stride_and_padding() {
+    let x = t(&[1, 1, 3, 3], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0]);
+    let w = t(&[1, 1, 2, 2], &[1.0, 0.0, 0.0, -1.0]);
+    // y[i, j] = x[i, j] - x[i+1, j+1] = -4 everywhere (not flipped: convolution would give +4).
+    close(&ev(OpKind::Conv2d, Attrs::new(), &[&x, &w], &[1, 1, 2, 2]), &[1, 1, 2, 2], &[-4.0; 4]);
+    // stride 2, padding 1: windows start at (-1,-1), (-1,1), (1,-1), (1,1):
+    // y = [0 - x00, 0 - x02, 0 - x20... ] worked: [-1, -3, -7, 5 - 9].
+    let a = attrs([("stride", ints(&[2, 2])), ("padding", ints(&[1, 1]))]);
+    close(&ev(OpKind::Conv2d, a, &[&x, &w], &[1, 1, 2, 2]), &[1, 1, 2, 2], &[-1.0, -3.0, -7.0, -4.0]);
+    // 1x1 filters mix channels: f0 = c0 + c1, f1 = 2*c0 - c1.
+    let x2 = t(&[1, 2, 2, 2], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]);
+    let w2 = t(&[2, 2, 1, 1], &[1.0, 1.0, 2.0, -1.0]);
+    close(
+        &ev(OpKind::Conv2d, Attrs::new(), &[&x2, &w2], &[1, 2, 2, 2]),
+        &[1, 2, 2, 2],
+        &[6.0, 8.0, 10.0, 12.0, -3.0, -2.0, -1.0, 0.0],
+    );
+    // Batch of 2 keeps images apart.
+    let xb = t(&[2, 1, 1, 1], &[3.0, -2.0]);
+    let wb = t(&[1, 1, 1, 1], &[4.0]);
+    close(&ev(OpKind::Conv2d, Attrs::new(), &[&xb, &wb], &[2, 1, 1, 1]), &[2, 1, 1, 1], &[12.0, -8.0]);
+}
+
+#[test]
+fn conv2d_grad_input_scatters_dy_through_the_filter() {
+    // dx[h, w] = dy[h, w] * w00 + dy[h-1, w-1] * w11 with w = [[1, 0], [0, -1]].
+    let dy = t(&[1, 1, 2, 2], &[1.0, 2.0, 3.0, 4.0]);
+    let w = t(&[1, 1, 2, 2], &[1.0, 0.0, 0.0, -1.0]);
+    close(
+        &ev(OpKind::Conv2dGradInput, Attrs::new(), &[&dy, &w], &[1, 1, 3, 3]),
+        &[1, 1, 3, 3],
+        &[1.0, 2.0, 0.0, 3.0, 3.0, -2.0, 0.0, -3.0, -4.0],
+    );
+    // stride 2, no padding, 1x1 filter of 2 on a 3x3 input: only even positions get dy.
+    let dy = t(&[1, 1, 2, 2], &[1.0, 2.0, 3.0, 4.0]);
+    let w = t(&[1, 1, 1, 1], &[2.0]);
+    let a = attrs([("stride", ints(&[2, 2]))]);
+    close(
+        &ev(OpKind::Conv2dGradInput, a, &[&dy, &w], &[1, 1, 3, 3]),
+        &[1, 1, 3, 3],
+        &[2.0, 0.0, 4.0, 0.0, 0.0, 0.0, 6.0, 0.0, 8.0],
+    );
+}
+
+#[test]
+fn conv2d_grad_filter_correlates_x_with_dy() {
+    let x = t(&[1, 1, 3, 3], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0]);
+    // dy = e00: dw[p, q] = x[p, q].
+    let dy = t(&[1, 1, 2, 2], &[1.0, 0.0, 0.0, 0.0]);
+    close(&ev(OpKind::Conv2dGradFilter, Attrs::new(), &[&x, &dy], &[1, 1, 2, 2]), &[1, 1, 2, 2], &[1.0, 2.0, 4.0, 5.0]);
+    // dy = ones: dw[p, q] = sum of the 2x2 block of x starting at (p, q).
+    let ones = t(&[1, 1, 2, 2], &[1.0; 4]);
+    close(
+        &ev(OpKind::Conv2dGradFilter, Attrs::new(), &[&x, &ones], &[1, 1, 2, 2]),
+        &[1, 1, 2, 2],
+        &[12.0, 16.0, 24.0, 28.0],
+    );
+    // padding 1, 1x1 dy of a 2x2 filter on a 1x1 input... x = [5], dy[0,0] at
+    // window origin (-1,-1): only tap (1,1) reads x: dw = [0, 0, 0, 5].
+    let x1 = t(&[1, 1, 1, 1], &[5.0]);
+    let dy1 = t(&[1, 1, 1, 1], &[1.0]);
+    let a = attrs([("padding", ints(&[1, 1])), ("stride", ints(&[2, 2]))]);
+    close(&ev(OpKind::Conv2dGradFilter, a, &[&x1, &dy1], &[1, 1, 2, 2]), &[1, 1, 2, 2], &[0.0, 0.0, 0.0, 5.0]);
+}
+
+#[test]
+fn pools_over_windows_with_default_stride() {
+    let x = t(&[1, 1, 4, 4], &(1..=16).map(|v| v as f32).collect::<Vec<_>>());
+    let w2 = attrs([("window", ints(&[2, 2]))]);
+    close(&ev(OpKind::MaxPool2d, w2.clone(), &[&x], &[1, 1, 2, 2]), &[1, 1, 2, 2], &[6.0, 8.0, 14.0, 16.0]);
+    // Means: (1+2+5+6)/4 = 3.5, (3+4+7+8)/4 = 5.5, (9+10+13+14)/4 = 11.5, 13.5.
+    close(&ev(OpKind::AvgPool2d, w2, &[&x], &[1, 1, 2, 2]), &[1, 1, 2, 2], &[3.5, 5.5, 11.5, 13.5]);
+    // Overlapping windows: window 3, stride 1 on 4x4 gives 2x2.
+    let w3 = attrs([("window", ints(&[3, 3])), ("stride", ints(&[1, 1]))]);
+    close(&ev(OpKind::MaxPool2d, w3, &[&x], &[1, 1, 2, 2]), &[1, 1, 2, 2], &[11.0, 12.0, 15.0, 16.0]);
+}
+
+#[test]
+fn max_pool2d_grad_routes_to_the_first_maximum_and_accumulates() {
+    // Tie between (0,1) and (1,0): the first in row-major order, (0,1), wins.
+    let x = t(&[1, 1, 2, 2], &[1.0, 3.0, 3.0, 0.0]);
+    let dy = t(&[1, 1, 1, 1], &[5.0]);
+    let a = attrs([("window", ints(&[2, 2]))]);
+    close(&ev(OpKind::MaxPool2dGrad, a, &[&x, &dy], &[1, 1, 2, 2]), &[1, 1, 2, 2], &[0.0, 5.0, 0.0, 0.0]);
+    // Overlapping 1x2 windows at stride 1 over [1, 2, 1]: both pick the middle.
+    let x = t(&[1, 1, 1, 3], &[1.0, 2.0, 1.0]);
+    let dy = t(&[1, 1, 1, 2], &[1.0, 10.0]);
+    let a = attrs([("window", ints(&[1, 2])), ("stride", ints(&[1, 1]))]);
+    close(&ev(OpKind::MaxPool2dGrad, a, &[&x, &dy], &[1, 1, 1, 3]), &[1, 1, 1, 3], &[0.0, 11.0, 0.0]);
+}
+
+#[test]
+fn avg_pool2d_grad_spreads_evenly_and_accumulates() {
+    let dy = t(&[1, 1, 1, 2], &[4.0, 8.0]);
+    let a = attrs([("window", ints(&[2, 2]))]);
+    close(
+        &ev(OpKind::AvgPool2dGrad, a, &[&dy], &[1, 1, 2, 4]),
+        &[1, 1, 2, 4],
+        &[1.0, 1.0, 2.0, 2.0, 1.0, 1.0, 2.0, 2.0],
+    );
+    let dy = t(&[1, 1, 1, 2], &[2.0, 4.0]);
+    let a = attrs([("window", ints(&[1, 2])), ("stride", ints(&[1, 1]))]);
+    close(&ev(OpKind::AvgPool2dGrad, a, &[&dy], &[1, 1, 1, 3]), &[1, 1, 1, 3], &[1.0, 3.0, 2.0]);
+}
+
+#[test]
+fn dropout_zeroes_masked_elements_and_scales_the_rest() {
+    let x = t(&[4, 8], &(0..32).map(|v| v as f32 + 1.0).collect::<Vec<_>>());
+    let a = attrs([("rate", Attr::F32(0.5)), ("seed", Attr::Int(9))]);
+    let y = ev(OpKind::Dropout, a.clone(), &[&x], &[4, 8]);
+    let mut kept = 0;
+    for (i, (&xv, &yv)) in x.data.iter().zip(&y.data).enumerate() {
+        if dropout_keep(9, i as u64, 0.5) {
+            assert_eq!(yv, xv * 2.0);
+            kept += 1;
+        } else {
+            assert_eq!(yv, 0.0);
+        }
+    }
+    assert!(kept > 4 && kept < 28, "kept {kept}");
+    assert_eq!(y, ev(OpKind::Dropout, a, &[&x], &[4, 8]), "recomputation gives the same mask");
+    let none = attrs([("rate", Attr::F32(0.0)), ("seed", Attr::Int(9))]);
+    assert_eq!(ev(OpKind::Dropout, none, &[&x], &[4, 8]), x);
+}
+
+#[test]
+fn ill_typed_calls_are_errors_not_panics() {
+    let a = t(&[2, 3], &[0.0; 6]);
+    let b = t(&[3, 2], &[0.0; 6]);
+    let out = TensorType::f32(vec![2, 3]);
+    assert!(eval_kind(OpKind::Add, &Attrs::new(), &[&a, &b], &out).is_err());
+    assert!(eval_kind(OpKind::Add, &Attrs::new(), &[&a], &out).is_err());
+    assert!(eval_kind(OpKind::Relu, &Attrs::new(), &[&a], &TensorType::f32(vec![3, 2])).is_err());
+    assert!(eval_kind(OpKind::Return, &Attrs::new(), &[&a], &out).is_err());
+    let broken = Tensor { shape: vec![2, 3], data: vec![0.0; 2] };
+    assert!(eval_kind(OpKind::Relu, &Attrs::new(), &[&broken], &out).is_err());
+    let huge = TensorType::f32(vec![1 << 30, 1 << 30]);
+    assert!(eval_kind(OpKind::Fill, &attrs([("value", Attr::F32(1.0))]), &[], &huge).is_err());
+}
