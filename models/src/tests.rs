@@ -173,3 +173,25 @@ fn deep_mlp_builds_quickly_enough_to_matter() {
     let m = gen_ok(ModelKind::Mlp, &opts(&[(SizeOpt::Depth, 10_000), (SizeOpt::Width, 64), (SizeOpt::Batch, 8)]));
     assert_eq!(num_ops(&m), 4 * 10_000 + 5);
 }
+
+#[test]
+fn mlp_and_resmlp_block_values_are_at_most_one_activation_unit() {
+    // The memory benchmarks count in units of batch·width·4 bytes: every
+    // value of a block must be one unit (or a small [batch] statistic).
+    for k in [ModelKind::Mlp, ModelKind::Resmlp] {
+        let m = gen_ok(k, &opts(&[(SizeOpt::Depth, 3), (SizeOpt::Width, 16), (SizeOpt::Batch, 8)]));
+        let f = &m.funcs[0];
+        let unit = 8 * 16 * 4;
+        let mut units = 0;
+        for op in &f.body {
+            if let Some(r) = op.result {
+                let bytes = f.ty(r).bytes();
+                assert!(bytes == unit || bytes <= 8 * 4, "{k}: %{} has {bytes} bytes", f.name_of(r));
+                units += usize::from(bytes == unit);
+            }
+        }
+        // mlp: 4 per block + diff, sq. resmlp: 13 per block + diff, sq.
+        let per_block = if k == ModelKind::Mlp { 4 } else { 13 };
+        assert_eq!(units, 3 * per_block + 2, "{k}");
+    }
+}
