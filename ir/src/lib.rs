@@ -8,6 +8,7 @@ pub mod attr;
 pub mod diag;
 pub mod func;
 pub mod ops;
+pub mod parser;
 pub mod printer;
 pub mod verify;
 pub mod types;
@@ -19,3 +20,12 @@ pub use ops::{Arity, AttrKind, OpKind, infer_type};
 pub use types::{DType, TensorType};
 pub use printer::print_module;
 pub use verify::verify_module;
+pub use parser::{parse_module, parse_module_at, parse_module_bytes};
+
+/// Parses `text` (named `file` in diagnostics) and verifies the module.
+/// Parse errors are returned without running the verifier.
+pub fn parse_and_verify(text: &str, file: &str) -> Result<Module, Diags> {
+    let m = parser::parse_module(text, file)?;
+    verify::verify_module(&m)?;
+    Ok(m)
+}

@@ -401,12 +401,7 @@ pub fn infer_type(
 ) -> Result<Option<TensorType>, String> {
     use OpKind::*;
     if !kind.arity().accepts(operands.len()) {
-        return Err(format!(
-            "'ck.{}' expects {}, got {}",
-            kind.name(),
-            kind.arity().describe(),
-            operands.len()
-        ));
+        return Err(format!("expects {}, got {}", kind.arity().describe(), operands.len()));
     }
     check_attrs(kind, attrs, operands.len())?;
     if kind == Return {
@@ -426,7 +421,7 @@ pub fn infer_type(
         }
     }
     let need_declared = || {
-        declared.cloned().ok_or_else(|| format!("'ck.{}' needs an explicit result type", kind.name()))
+        declared.cloned().ok_or_else(|| "needs an explicit result type".to_string())
     };
     let inferred: TensorType = match kind {
         _ if kind.is_unary_elementwise() => operands[0].clone(),

@@ -5,7 +5,7 @@
 //! are the stored ones, made unique (a repeated name gets a `_N` suffix) and
 //! valid MLIR identifiers, so passes may create values with any hint.
 
-use crate::attr::format_dict;
+use crate::attr::{Attr, format_dict, is_bare_key};
 use crate::func::{Func, Module};
 use std::collections::HashSet;
 use std::fmt::Write;
@@ -33,8 +33,10 @@ pub fn value_names(f: &Func) -> Vec<String> {
         let base = sanitize(&v.name);
         let mut name = base.clone();
         let mut n = 1;
+        // A suffixed all-digit name (`5_1`) would not be an MLIR identifier.
+        let stem = if base.bytes().all(|c| c.is_ascii_digit()) { format!("v{base}") } else { base.clone() };
         while !used.insert(name.clone()) {
-            name = format!("{base}_{n}");
+            name = format!("{stem}_{n}");
             n += 1;
         }
         names.push(name);
@@ -44,7 +46,11 @@ pub fn value_names(f: &Func) -> Vec<String> {
 
 pub fn print_func(f: &Func, out: &mut String) {
     let names = value_names(f);
-    let _ = write!(out, "  func.func @{}(", f.name);
+    if is_bare_key(&f.name) {
+        let _ = write!(out, "  func.func @{}(", f.name);
+    } else {
+        let _ = write!(out, "  func.func @{}(", Attr::Str(f.name.clone()));
+    }
     for (i, p) in f.params.iter().enumerate() {
         if i > 0 {
             out.push_str(", ");
