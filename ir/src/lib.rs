@@ -6,10 +6,12 @@
 
 pub mod attr;
 pub mod diag;
+pub mod expect;
 pub mod func;
 pub mod ops;
 pub mod parser;
 pub mod printer;
+pub mod split;
 pub mod verify;
 pub mod types;
 
