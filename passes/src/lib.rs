@@ -5,7 +5,10 @@
 //! shell and one entry in `registry.rs`.
 
 pub mod analysis;
+pub mod inplace;
 pub mod manager;
+pub mod memplan;
+pub mod memplan_check;
 pub mod registry;
 
 pub use manager::{Pass, PassManager, PassOptions, Statistics, parse_pipeline};

@@ -26,6 +26,12 @@ pub fn registry() -> &'static [PassInfo] {
 static REGISTRY: &[PassInfo] = &[
     // One entry per pass, e.g.:
     // PassInfo { name: "dce", summary: "...", options: &[], build: crate::dce::build },
+    PassInfo {
+        name: "memplan",
+        summary: "liveness-based static allocation of every op result into one arena (best-fit, largest first); writes ck.offset and ck.arena_bytes, proven by the memplan checker",
+        options: &[OptionInfo { name: "align", help: "alignment of every value in the arena, in bytes (a power of two)", default: "64" }],
+        build: crate::memplan::build,
+    },
 ];
 
 /// `--list-passes` text.

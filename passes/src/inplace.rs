@@ -1,0 +1,116 @@
+//! `inplace`: in-place updates (the paper's first optimization, §3) plus safe
+//! algebraic simplifications, with equality saturation (egg) for the pure part
+//! and a linear scan for the liveness side condition.
+//!
+//! What: an op whose operand dies at that op writes its result into the
+//! operand's buffer, marked `ck.inplace = N` (operand index). Candidates:
+//! elementwise ops (unary, binary, `scale`, `dropout`), `relu_grad`,
+//! gradient accumulation (`add`), and `reshape` (same bytes).
+//!
+//! The side condition — operand N is defined by an op (not an argument),
+//! is not a function result, has the result's byte size, and no op after
+//! this one reads it (backward or recompute) — is a fact about the schedule,
+//! not about values, so it is never part of a rewrite: it is checked here,
+//! by `inplace_is_legal`, on the final IR, and only legal marks are written.
+//!
+//! Design (see `eqsat/` for the egg half):
+//! 1. `eqsat::simplify_func` translates the function's dataflow into an egg
+//!    e-graph (one e-class per value), saturates it with named rewrites
+//!    (algebraic identities, plus "this op may write over operand N" forms),
+//!    extracts with a cost equal to newly allocated bytes, and rebuilds the
+//!    body in the original schedule. The extraction says, for each op,
+//!    which operand it would like to overwrite.
+//! 2. A linear scan (`mark_guided`) walks the rebuilt body and writes each
+//!    preferred mark when `inplace_is_legal` holds, else tries the other
+//!    operands, else leaves the op allocating.
+//!
+//! Invariants out: every `ck.inplace` mark in the module is legal; values
+//! computed are unchanged up to the simplifications' exactness (all exact
+//! in f32 except where noted in `eqsat/rules.rs`).
+//! Complexity: the scan is O(ops + values); the e-graph part is bounded by
+//! the `node-limit`, `iter-limit` and `time-limit-ms` options.
+//!
+//! Remat runs after this pass and may add recompute ops that read a value
+//! later; it keeps marks sound with `strip_illegal_inplace` and can mark its
+//! own ops with `mark_inplace_greedy`.
+
+use crate::analysis::liveness::{Liveness, liveness};
+use ckopt_ir::ops::ATTR_INPLACE;
+use ckopt_ir::{Attr, Func, OpKind};
+
+/// Op kinds that may write their result over an operand: result element i
+/// depends only on element i of the operands, or (reshape) the bytes are the
+/// same in the same order.
+pub fn inplace_capable(k: OpKind) -> bool {
+    k.is_elementwise() || k == OpKind::Reshape
+}
+
+/// Whether op `op_index` may write its result over operand `n`, given the
+/// value-level liveness of `f` (marks do not change value-level liveness).
+pub fn operand_is_overwritable(f: &Func, op_index: usize, n: usize, live: &Liveness) -> bool {
+    let Some(op) = f.body.get(op_index) else { return false };
+    let (Some(r), Some(&v)) = (op.result, op.operands.get(n)) else { return false };
+    inplace_capable(op.kind)
+        && live.def.get(v.index()).copied().flatten().is_some_and(|d| d < op_index)
+        && live.last_use.get(v.index()).copied().flatten() == Some(op_index)
+        && !f.returned().contains(&v)
+        && f.ty(v).byte_size().is_some()
+        && f.ty(v).byte_size() == f.ty(r).byte_size()
+}
+
+/// Whether the `ck.inplace` mark on op `op_index` is legal (false when the
+/// op has no mark): see the module doc for the side condition.
+pub fn inplace_is_legal(f: &Func, op_index: usize, live: &Liveness) -> bool {
+    let Some(op) = f.body.get(op_index) else { return false };
+    let Some(n) = op.int_attr(ATTR_INPLACE).and_then(|n| usize::try_from(n).ok()) else { return false };
+    operand_is_overwritable(f, op_index, n, live)
+}
+
+/// Removes every illegal `ck.inplace` mark; returns how many were removed.
+/// One pass suffices: value-level liveness does not depend on marks.
+pub fn strip_illegal_inplace(f: &mut Func) -> usize {
+    let live = liveness(f);
+    let bad: Vec<usize> = (0..f.body.len())
+        .filter(|&i| f.body[i].has_attr(ATTR_INPLACE) && !inplace_is_legal(f, i, &live))
+        .collect();
+    for &i in &bad {
+        f.body[i].attrs.remove(ATTR_INPLACE);
+    }
+    bad.len()
+}
+
+/// Marks ops in place with a linear scan, trying `prefer(i)` first for op
+/// `i` and then every operand in order; existing legal marks are kept,
+/// illegal ones removed. Returns the number of marked ops.
+pub fn mark_guided(f: &mut Func, prefer: impl Fn(usize) -> Option<usize>) -> usize {
+    let live = liveness(f);
+    let mut marked = 0;
+    for i in 0..f.body.len() {
+        if f.body[i].has_attr(ATTR_INPLACE) {
+            if inplace_is_legal(f, i, &live) {
+                marked += 1;
+                continue;
+            }
+            f.body[i].attrs.remove(ATTR_INPLACE);
+        }
+        if !inplace_capable(f.body[i].kind) {
+            continue;
+        }
+        let n_ops = f.body[i].operands.len();
+        let choice = prefer(i)
+            .into_iter()
+            .chain(0..n_ops)
+            .find(|&n| operand_is_overwritable(f, i, n, &live));
+        if let Some(n) = choice {
+            f.body[i].attrs.insert(ATTR_INPLACE.into(), Attr::Int(n as i64));
+            marked += 1;
+        }
+    }
+    marked
+}
+
+/// Fast marking without egg: every capable op overwrites the first operand
+/// that dies at it. Usable by remat for the recompute ops it inserts.
+pub fn mark_inplace_greedy(f: &mut Func) -> usize {
+    mark_guided(f, |_| None)
+}
