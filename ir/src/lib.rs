@@ -14,6 +14,8 @@ pub mod printer;
 pub mod split;
 pub mod verify;
 pub mod types;
+#[cfg(feature = "testgen")]
+pub mod testgen;
 
 pub use attr::{Attr, Attrs};
 pub use diag::{Diag, Diags, Loc, Severity};
