@@ -5,6 +5,7 @@
 //! shell and one entry in `registry.rs`.
 
 pub mod analysis;
+pub mod autodiff;
 pub mod inplace;
 pub mod manager;
 pub mod memplan;

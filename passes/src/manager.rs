@@ -143,8 +143,18 @@ pub fn split_pipeline(text: &str) -> Result<Vec<PassOptions>, String> {
                 format!("unterminated '{{' in options of pass '{}'", opts.pass)
             })?;
             let body: String = chars[i + 1..close].iter().collect();
+            let mut last_key: Option<String> = None;
             for item in body.split(|c: char| c == ',' || c.is_whitespace()).filter(|s| !s.is_empty()) {
+                // A bare number continues the previous option's list: `wrt=0,2` (MLIR list options).
+                if !item.contains('=') && item.starts_with(|c: char| c.is_ascii_digit()) {
+                    if let Some(v) = last_key.as_ref().and_then(|k| opts.values.get_mut(k)) {
+                        v.push(',');
+                        v.push_str(item);
+                        continue;
+                    }
+                }
                 let (k, v) = item.split_once('=').unwrap_or((item, "true"));
+                last_key = Some(k.to_string());
                 if opts.values.insert(k.to_string(), v.to_string()).is_some() {
                     return Err(format!("option '{k}' given twice to pass '{}'", opts.pass));
                 }
@@ -261,6 +271,14 @@ mod tests {
         assert_eq!(a, b);
         assert_eq!(a[0].get("budget"), Some("48MiB"));
         assert_eq!(a[1].pass, "memplan");
+    }
+    #[test]
+    fn list_option_values_keep_their_commas() {
+        let a = split_pipeline("autodiff{wrt=0,2 func=f}").unwrap();
+        assert_eq!(a[0].get("wrt"), Some("0,2"));
+        assert_eq!(a[0].get("func"), Some("f"));
+        let b = split_pipeline("autodiff{func=f,wrt=1,3,4}").unwrap();
+        assert_eq!(b[0].get("wrt"), Some("1,3,4"));
     }
     #[test]
     fn byte_units() {

@@ -24,6 +24,19 @@ pub fn registry() -> &'static [PassInfo] {
 }
 
 static REGISTRY: &[PassInfo] = &[
+    PassInfo {
+        name: "autodiff",
+        summary: "adds @NAME_grad returning (loss, d loss/d each wrt argument) for functions whose first result is a scalar loss",
+        options: &[
+            OptionInfo {
+                name: "wrt",
+                help: "arguments to differentiate: all (the {ck.param} ones, every argument if none is marked) or indices I,J,..",
+                default: "all",
+            },
+            OptionInfo { name: "func", help: "only this function (default: every function returning a scalar loss first)", default: "" },
+        ],
+        build: crate::autodiff::build,
+    },
     // One entry per pass, e.g.:
     // PassInfo { name: "dce", summary: "...", options: &[], build: crate::dce::build },
     PassInfo {
