@@ -42,7 +42,7 @@ struct Cli {
     /// Number of classes of the classifier head (resnet).
     #[arg(long)]
     classes: Option<u64>,
-    /// Write the IR to FILE instead of stdout.
+    /// Write the IR to FILE instead of stdout (`-` means stdout).
     #[arg(short = 'o', value_name = "FILE")]
     output: Option<String>,
 }
