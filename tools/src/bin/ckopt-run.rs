@@ -1,4 +1,215 @@
-fn main() {
-    eprintln!("ckopt-run: not built yet");
-    std::process::exit(1);
+//! ckopt-run: executes one function of a ck file (like mlir-runner).
+//!
+//! ```text
+//! ckopt-run FILE [--func NAME] [--backend interp|cpu|cuda]
+//!           [--inputs FILE.json | --seed N] [--outputs FILE.json|-] [--report FILE.json|-]
+//! ```
+//! FILE may be `-` (stdin). The default function is the module's first.
+//! Inputs: `--inputs` (tensor JSON, SPEC §2) or generated from `--seed N`
+//! (default 0) by `ckopt_interp::random_inputs`: uniform [-1, 1), `{ck.param}`
+//! arguments scaled by 1/sqrt(fan_in). Outputs: `--outputs` writes tensor
+//! JSON; without it the results print readably on stdout followed by a
+//! one-line summary of time and peak. `--report` writes a JSON object:
+//! `backend`, `function`, `step_time_ms` (wall time of the execution only),
+//! `peak_bytes` (measured; for `interp` the most bytes of op-defined tensors
+//! it held at once, arguments excluded: SPEC §4's peak, unoptimized), plus
+//! `peak_bytes_with_args`, `arg_bytes`, `ops`, `inputs`, `outputs`.
+//!
+//! Backends: `interp` (the reference interpreter). `cpu` and `cuda` are
+//! not built yet: a clear error, exit 1.
+//! Every error (bad file, bad JSON, wrong input count or shape, unknown
+//! function or backend) prints a diagnostic on stderr and exits 1; --help
+//! exits 0. Structure: parse args -> load -> choose inputs -> run the mode
+//! (today: one evaluation; training mode hooks in at `Mode`) -> emit.
+
+use ckopt_interp::{RunStats, Tensor, check_inputs, find_func, run_func_with_stats, try_random_inputs};
+use ckopt_ir::{Diag, Func, Loc};
+use ckopt_tools::input::{Loaded, ToolError, display_name, load_module, read_bytes, write_text};
+use ckopt_tools::tensor_json::{parse_inputs, readable, tensors_to_json};
+use clap::{CommandFactory, FromArgMatches, Parser, ValueEnum};
+use serde_json::{Value, json};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Execution backends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Backend {
+    /// The reference interpreter (f32, the oracle of all tests).
+    Interp,
+    /// Lowered native code through MLIR/LLVM (not built yet).
+    Cpu,
+    /// Lowered NVPTX on a CUDA GPU (not built yet).
+    Cuda,
+}
+
+impl Backend {
+    fn name(self) -> &'static str {
+        match self {
+            Backend::Interp => "interp",
+            Backend::Cpu => "cpu",
+            Backend::Cuda => "cuda",
+        }
+    }
+}
+
+/// Executes a function of a ck IR file and prints its results.
+#[derive(Parser, Debug)]
+#[command(name = "ckopt-run", version)]
+struct Cli {
+    /// The ck IR file (`-` for stdin).
+    file: String,
+    /// Function to run (default: the first in the file).
+    #[arg(long, value_name = "NAME")]
+    func: Option<String>,
+    /// Where to run it.
+    #[arg(long, value_enum, default_value_t = Backend::Interp)]
+    backend: Backend,
+    /// Input tensors as JSON: {"inputs": [{"shape": [..], "data": [..]}, ...]} in argument order.
+    #[arg(long, value_name = "FILE.json", conflicts_with = "seed")]
+    inputs: Option<String>,
+    /// Generate inputs from this seed: uniform [-1, 1), {ck.param} arguments scaled by 1/sqrt(fan_in).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    seed: u64,
+    /// Write the results as JSON ({"outputs": [...]}) to FILE, or stdout for `-`.
+    #[arg(long, value_name = "FILE.json|-")]
+    outputs: Option<String>,
+    /// Write a JSON report (backend, function, step_time_ms, peak_bytes, ...) to FILE, or stdout for `-`.
+    #[arg(long, value_name = "FILE.json|-")]
+    report: Option<String>,
+}
+
+/// What to do with the function. Training (`--train --steps N --lr X`)
+/// becomes a second variant here, with its own executor and report keys.
+enum Mode {
+    /// Evaluate the function once on the inputs.
+    Eval,
+}
+
+/// Results of one execution, whatever the backend.
+struct Execution {
+    outputs: Vec<Tensor>,
+    step_time_ms: f64,
+    stats: RunStats,
+}
+
+/// The inputs and a description of where they came from (for the report).
+fn choose_inputs(cli: &Cli, f: &Func, loaded: &Loaded) -> Result<(Vec<Tensor>, String), ToolError> {
+    match &cli.inputs {
+        Some(path) => {
+            let bytes = read_bytes(path)?;
+            let name = display_name(path);
+            let text = String::from_utf8_lossy(&bytes);
+            let ts = parse_inputs(&text, name).map_err(|d| ToolError::diag(d, Some(&text)))?;
+            // Blame the JSON file, and point at the function's signature.
+            check_inputs(f, &ts).map_err(|d| {
+                let e = Diag::error(Loc::new(Arc::from(name), 0, 0), d.message)
+                    .with_note(Diag::note(f.loc.clone(), format!("@{} is defined here", f.name)));
+                ToolError::Diags { diags: e.into(), source: Some(loaded.source.clone()) }
+            })?;
+            Ok((ts, format!("file {name}")))
+        }
+        None => {
+            let ts = try_random_inputs(f, cli.seed).map_err(|d| ToolError::diag(d, Some(&loaded.source)))?;
+            Ok((ts, format!("seed {}", cli.seed)))
+        }
+    }
+}
+
+/// Runs the function once on the chosen backend.
+fn execute(backend: Backend, loaded: &Loaded, func: &str, inputs: &[Tensor]) -> Result<Execution, ToolError> {
+    match backend {
+        Backend::Interp => {
+            let start = Instant::now();
+            let (outputs, stats) = run_func_with_stats(&loaded.module, func, inputs)
+                .map_err(|d| ToolError::diag(d, Some(&loaded.source)))?;
+            let step_time_ms = start.elapsed().as_secs_f64() * 1e3;
+            Ok(Execution { outputs, step_time_ms, stats })
+        }
+        Backend::Cpu | Backend::Cuda => Err(ToolError::msg(format!(
+            "backend '{}' is not built yet (use --backend interp)",
+            backend.name()
+        ))),
+    }
+}
+
+fn report_json(cli: &Cli, func: &str, inputs_desc: &str, ex: &Execution) -> Value {
+    json!({
+        "backend": cli.backend.name(),
+        "function": func,
+        "step_time_ms": ex.step_time_ms,
+        "peak_bytes": ex.stats.peak_bytes,
+        "peak_bytes_with_args": ex.stats.peak_bytes_with_args,
+        "arg_bytes": ex.stats.arg_bytes,
+        "ops": ex.stats.ops,
+        "inputs": inputs_desc,
+        "outputs": ex.outputs.len(),
+    })
+}
+
+fn emit(cli: &Cli, func: &str, inputs_desc: &str, ex: &Execution) -> Result<(), ToolError> {
+    match &cli.outputs {
+        Some(path) => write_text(path, &tensors_to_json("outputs", &ex.outputs))?,
+        None => {
+            let mut s = String::new();
+            for (i, t) in ex.outputs.iter().enumerate() {
+                s.push_str(&format!("result {i}: {}\n", readable(t)));
+            }
+            s.push_str(&format!(
+                "# @{func} on {}: {:.3} ms, peak {} bytes (arguments excluded), inputs from {inputs_desc}\n",
+                cli.backend.name(),
+                ex.step_time_ms,
+                ex.stats.peak_bytes
+            ));
+            write_text("-", &s)?;
+        }
+    }
+    if let Some(path) = &cli.report {
+        let text = serde_json::to_string_pretty(&report_json(cli, func, inputs_desc, ex))
+            .map_err(|e| ToolError::msg(format!("cannot encode the report: {e}")))?;
+        write_text(path, &(text + "\n"))?;
+    }
+    Ok(())
+}
+
+fn run(cli: &Cli) -> Result<(), ToolError> {
+    let loaded = load_module(&cli.file)?;
+    let func = match &cli.func {
+        Some(name) => name.clone(),
+        None => match loaded.module.funcs.first() {
+            Some(f) => f.name.clone(),
+            None => {
+                let loc = Loc::new(Arc::from(loaded.name.as_str()), 0, 0);
+                return Err(ToolError::diag(Diag::error(loc, "the module has no function to run"), None));
+            }
+        },
+    };
+    let f = find_func(&loaded.module, &func).map_err(|d| ToolError::diag(d, Some(&loaded.source)))?;
+    let (inputs, inputs_desc) = choose_inputs(cli, f, &loaded)?;
+    let mode = Mode::Eval;
+    match mode {
+        Mode::Eval => {
+            let ex = execute(cli.backend, &loaded, &func, &inputs)?;
+            emit(cli, &func, &inputs_desc, &ex)
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::command().try_get_matches().and_then(|m| Cli::from_arg_matches(&m)) {
+        Ok(c) => c,
+        Err(e) => {
+            // --help / --version print to stdout and succeed; usage errors exit 1.
+            let code = if e.use_stderr() { ExitCode::FAILURE } else { ExitCode::SUCCESS };
+            let _ = e.print();
+            return code;
+        }
+    };
+    match run(&cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprint!("{}", e.render("ckopt-run"));
+            ExitCode::FAILURE
+        }
+    }
 }
