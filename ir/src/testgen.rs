@@ -24,6 +24,10 @@
 //!   `exp` only sees operands <= 5;
 //! - dims are in 1..=`max_dim` (reshape may merge them into larger ones).
 //!
+//! Presets: `GenConfig::default()` (everything), `.annotated()` (about 1/4
+//! of the steps' ops marked ck.mirror or ck.checkpoint), `.smooth()` (no
+//! ops with kinks, for finite-difference checks); `exclude` drops more.
+//!
 //! Shrinking: each step draws its choices from its own u64 seed, so
 //! proptest shrinks a failing module by dropping steps and simplifying
 //! seeds. `build_module` is the deterministic core (usable from fuzz
@@ -81,6 +85,24 @@ impl GenConfig {
     /// Same configuration with ck.mirror/ck.checkpoint annotations on.
     pub fn annotated(mut self) -> Self {
         self.annotate = true;
+        self
+    }
+    /// Same configuration without the ops that have kinks (relu, max,
+    /// reduce_max, max_pool2d and their gradients), for finite-difference
+    /// gradient checks. (The adapters never use them.)
+    pub fn smooth(mut self) -> Self {
+        for k in [
+            OpKind::Relu,
+            OpKind::ReluGrad,
+            OpKind::Max,
+            OpKind::ReduceMax,
+            OpKind::MaxPool2d,
+            OpKind::MaxPool2dGrad,
+        ] {
+            if !self.exclude.contains(&k) {
+                self.exclude.push(k);
+            }
+        }
         self
     }
 }
@@ -812,11 +834,28 @@ mod tests {
     }
 
     #[test]
+    fn generated_modules_print_parse_and_print_identically() {
+        let cfg = GenConfig::default().annotated();
+        for seed in 0..100 {
+            let m = gen_module(&cfg, seed);
+            let text = crate::print_module(&m);
+            let back = crate::parse_and_verify(&text, "gen.ck").unwrap_or_else(|d| panic!("seed {seed}: {d}\n{text}"));
+            assert_eq!(crate::print_module(&back), text, "seed {seed}");
+        }
+    }
+
+    #[test]
     fn exclude_removes_ops_from_the_steps() {
         let cfg = GenConfig { exclude: vec![OpKind::Conv2d, OpKind::Matmul], ..GenConfig::default() };
         for seed in 0..100 {
             let m = gen_module(&cfg, seed);
             assert!(m.funcs[0].body.iter().all(|o| o.kind != OpKind::Conv2d && o.kind != OpKind::Matmul));
+        }
+        let smooth = GenConfig::default().smooth();
+        for seed in 0..100 {
+            let m = gen_module(&smooth, seed);
+            let kinked = [OpKind::Relu, OpKind::Max, OpKind::ReduceMax, OpKind::MaxPool2d, OpKind::ReluGrad, OpKind::MaxPool2dGrad];
+            assert!(m.funcs[0].body.iter().all(|o| !kinked.contains(&o.kind)), "seed {seed}");
         }
     }
 
