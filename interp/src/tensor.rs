@@ -11,8 +11,8 @@
 
 use ckopt_ir::TensorType;
 
-/// The largest tensor the interpreter will allocate (16 GiB).
-pub const MAX_TENSOR_BYTES: u64 = 16 << 30;
+/// The largest tensor the interpreter will allocate (4 GiB).
+pub const MAX_TENSOR_BYTES: u64 = 4 << 30;
 
 /// A dense f32 tensor in row-major order.
 #[derive(Clone, Debug, PartialEq)]
