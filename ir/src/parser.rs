@@ -118,6 +118,8 @@ struct Lexer<'a> {
     line: u32,
     line_start: usize,
     bad: String,
+    /// Line and column just after the last token, where end of file is reported.
+    last_end: (u32, u32),
 }
 
 fn is_id_start(c: u8) -> bool {
@@ -189,12 +191,18 @@ impl<'a> Lexer<'a> {
         let line = self.line;
         let col = (start - self.line_start + 1).min(u32::MAX as usize) as u32;
         let (k, end) = self.lex_at(start);
+        if k == K::Eof {
+            let (line, col) = self.last_end;
+            return Tok { k, start, end: start, line, col };
+        }
         self.pos = end.max(if k == K::Eof { start } else { start + 1 }).min(self.b.len());
         // A token that swallowed a character we cannot resume inside of
         // (multi-byte UTF-8) moves on to the next char boundary.
         while self.pos < self.b.len() && !self.text.is_char_boundary(self.pos) {
             self.pos += 1;
         }
+        // Tokens never span lines (strings and tensor types end on their line).
+        self.last_end = (line, col.saturating_add((self.pos - start).min(u32::MAX as usize) as u32));
         Tok { k, start, end: self.pos, line, col }
     }
 
@@ -312,6 +320,9 @@ impl<'a> Lexer<'a> {
 
 /// Decodes a validated string literal span (with quotes).
 fn decode_string(span: &str) -> Result<String, String> {
+    if !span.contains('\\') {
+        return Ok(span.get(1..span.len().saturating_sub(1).max(1)).unwrap_or("").to_string());
+    }
     let b = span.as_bytes();
     let inner = &b[1..b.len().saturating_sub(1).max(1)];
     let mut out = Vec::with_capacity(inner.len());
@@ -389,7 +400,7 @@ pub fn unknown_op_hint(name: &str) -> String {
 
 impl<'a> Parser<'a> {
     fn new(text: &'a str, file: &str, first_line: u32) -> Self {
-        let mut lx = Lexer { text, b: text.as_bytes(), pos: 0, line: first_line, line_start: 0, bad: String::new() };
+        let mut lx = Lexer { text, b: text.as_bytes(), pos: 0, line: first_line, line_start: 0, bad: String::new(), last_end: (first_line, 1) };
         let tok = lx.next();
         Parser { text, lx, tok, file: Arc::from(file), diags: Diags::new() }
     }

@@ -7,7 +7,7 @@
 
 use crate::attr::{Attr, format_dict, is_bare_key};
 use crate::func::{Func, Module};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
 
 fn sanitize(name: &str) -> String {
@@ -26,26 +26,38 @@ fn sanitize(name: &str) -> String {
 }
 
 /// Unique printable names for every value of `f`, indexed by `ValueId`.
+/// Linear time: each stem remembers the next suffix to try, so many values
+/// with the same hint do not make the search quadratic.
 pub fn value_names(f: &Func) -> Vec<String> {
-    let mut used = HashSet::with_capacity(f.values.len());
+    let mut used: HashSet<String> = HashSet::with_capacity(f.values.len());
+    let mut next: HashMap<String, usize> = HashMap::new();
     let mut names = Vec::with_capacity(f.values.len());
     for v in &f.values {
         let base = sanitize(&v.name);
-        let mut name = base.clone();
-        let mut n = 1;
-        // A suffixed all-digit name (`5_1`) would not be an MLIR identifier.
-        let stem = if base.bytes().all(|c| c.is_ascii_digit()) { format!("v{base}") } else { base.clone() };
-        while !used.insert(name.clone()) {
-            name = format!("{stem}_{n}");
-            n += 1;
+        if !used.contains(&base) {
+            used.insert(base.clone());
+            names.push(base);
+            continue;
         }
-        names.push(name);
+        // A suffixed all-digit name (`5_1`) would not be an MLIR identifier.
+        let stem = if base.bytes().all(|c| c.is_ascii_digit()) { format!("v{base}") } else { base };
+        let n = next.entry(stem.clone()).or_insert(1);
+        loop {
+            let cand = format!("{stem}_{n}");
+            *n += 1;
+            if !used.contains(&cand) {
+                used.insert(cand.clone());
+                names.push(cand);
+                break;
+            }
+        }
     }
     names
 }
 
 pub fn print_func(f: &Func, out: &mut String) {
     let names = value_names(f);
+    let tys: Vec<String> = f.values.iter().map(|v| v.ty.to_string()).collect();
     if is_bare_key(&f.name) {
         let _ = write!(out, "  func.func @{}(", f.name);
     } else {
@@ -81,14 +93,19 @@ pub fn print_func(f: &Func, out: &mut String) {
     for op in &f.body {
         out.push_str("    ");
         if let Some(r) = op.result {
-            let _ = write!(out, "%{} = ", names[r.index()]);
+            out.push('%');
+            out.push_str(&names[r.index()]);
+            out.push_str(" = ");
         }
-        let _ = write!(out, "\"ck.{}\"(", op.kind.name());
+        out.push_str("\"ck.");
+        out.push_str(op.kind.name());
+        out.push_str("\"(");
         for (i, o) in op.operands.iter().enumerate() {
             if i > 0 {
                 out.push_str(", ");
             }
-            let _ = write!(out, "%{}", names[o.index()]);
+            out.push('%');
+            out.push_str(&names[o.index()]);
         }
         out.push(')');
         out.push_str(&format_dict(&op.attrs));
@@ -97,13 +114,11 @@ pub fn print_func(f: &Func, out: &mut String) {
             if i > 0 {
                 out.push_str(", ");
             }
-            let _ = write!(out, "{}", f.ty(*o));
+            out.push_str(&tys[o.index()]);
         }
         out.push_str(") -> ");
         match op.result {
-            Some(r) => {
-                let _ = write!(out, "{}", f.ty(r));
-            }
+            Some(r) => out.push_str(&tys[r.index()]),
             None => out.push_str("()"),
         }
         out.push('\n');
