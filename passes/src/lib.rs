@@ -11,6 +11,7 @@ pub mod manager;
 pub mod memplan;
 pub mod memplan_check;
 pub mod registry;
+pub mod remat;
 
 pub use manager::{Pass, PassManager, PassOptions, Statistics, parse_pipeline};
 pub use registry::{PassInfo, registry};

@@ -45,6 +45,17 @@ static REGISTRY: &[PassInfo] = &[
         options: &[OptionInfo { name: "align", help: "alignment of every value in the arena, in bytes (a power of two)", default: "64" }],
         build: crate::memplan::build,
     },
+    PassInfo {
+        name: "remat",
+        summary: "rematerialization: drop forward values the backward reads and recompute them (ck.recompute) to fit a memory budget",
+        options: &[
+            OptionInfo { name: "mode", help: "none | sqrt (~sqrt(n) segments) | greedy (paper Algorithm 2) | log (recursive, O(log n) memory) | optimal (least recompute within budget)", default: "sqrt" },
+            OptionInfo { name: "budget", help: "temp_peak_bytes limit (B, KiB, MiB, GiB); required by optimal; an infeasible budget is an error naming the smallest feasible one", default: "none" },
+            OptionInfo { name: "search", help: "greedy: run the budget search (B=0, then sqrt(x*y) and a grid), keep the best measured plan", default: "true" },
+            OptionInfo { name: "k", help: "log: boundaries kept per recursion level (fan-out)", default: "1" },
+        ],
+        build: crate::remat::build,
+    },
 ];
 
 /// `--list-passes` text.

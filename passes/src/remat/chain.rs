@@ -1,0 +1,369 @@
+//! The forward pass of a gradient function seen as a chain of stages.
+//!
+//! What: splits the forward ops (the ops the loss depends on, `analysis::phase`)
+//! into stages separated by *cuts*: schedule positions after which only a few
+//! forward values are still needed by later forward ops (the paper's candidate
+//! split points; on a chain every layer output, on a resnet the block outputs,
+//! on an LSTM the pair (h, c)). Every value needed to restart the forward after
+//! a cut is in that cut's boundary set, so keeping a boundary set is enough to
+//! recompute everything after it. All remat plans (sqrt, greedy, log, optimal)
+//! are trees over this chain, so DAGs are handled the same way as chains.
+//!
+//! Definitions (forward ops only; backward uses are what remat rewires):
+//! - *arg-only* values are computed by cheap ops (not matmul/conv) from
+//!   arguments and other arg-only values only (fills, broadcasts of biases,
+//!   slices of the input); they never cross a cut and belong to the stage of
+//!   their first forward user, so a stage recomputes them when needed.
+//! - *spine* ops are the other forward ops, numbered by position p.
+//! - the crossing set C_p = spine values defined at or before p and read by a
+//!   spine op after p. Position p is *eligible* when every value in C_p is read
+//!   by the backward anyway (keeping it costs nothing extra) and none is
+//!   `ck.mirror`; eligible positions with |C_p| <= kappa are the cuts, kappa the
+//!   smallest count giving about 2·sqrt(P) cuts (or all eligible ones).
+//! - *needed* (V_B) values: forward values read by a non-forward op.
+//! - *forced* values (returned ones, `ck.checkpoint`) are always kept and never
+//!   part of a boundary; *mirror* values (`ck.mirror`) are never kept.
+//!
+//! Invariant out: stages partition the forward ops; `bounds[j]` (j = 1..S-1) is
+//! C at the cut before stage j; `bounds[0]` and `bounds[S]` are empty; a
+//! stage's `store` values are its needed values outside `bounds[j+1]`;
+//! `insert_at[j]` is a body position before the first backward read of any
+//! needed value of stages 0..=j and is non-increasing in j.
+//! Complexity: O(ops + values) plus O(sum of |C| over cuts).
+
+use crate::analysis::{Phase, op_flops, op_phases};
+use ckopt_ir::{Func, ValueId, ops::{ATTR_CHECKPOINT, ATTR_MIRROR}};
+
+/// One stage of the chain.
+#[derive(Clone, Debug, Default)]
+pub struct Stage {
+    /// Body indices of its ops (spine and arg-only), ascending.
+    pub ops: Vec<usize>,
+    /// Flops of running all its ops once.
+    pub flops: u64,
+    /// Needed values of the stage that are not in the next boundary (not forced, not mirror).
+    pub store: Vec<ValueId>,
+    pub store_bytes: u64,
+}
+
+/// The chain of stages of one function.
+#[derive(Clone, Debug)]
+pub struct Chain {
+    /// Per body op: whether it is a forward op.
+    pub is_fwd: Vec<bool>,
+    /// Per value: defined by a forward op.
+    pub fwd_val: Vec<bool>,
+    /// Per value: a forward value read by a non-forward op (V_B).
+    pub needed: Vec<bool>,
+    /// Per value: always kept (returned or `ck.checkpoint`).
+    pub forced: Vec<bool>,
+    /// Per value: `ck.mirror` (never kept across, recomputed at its use).
+    pub mirror: Vec<bool>,
+    /// Per value: computed by cheap ops from arguments only.
+    pub arg_only: Vec<bool>,
+    /// Per value: defining body index.
+    pub def: Vec<Option<usize>>,
+    pub stages: Vec<Stage>,
+    /// `bounds[j]`: values held at the cut before stage j (S+1 entries).
+    pub bounds: Vec<Vec<ValueId>>,
+    /// Bytes of `bounds[j]`.
+    pub bound_bytes: Vec<u64>,
+    /// Body position where stage j's recomputation goes (usize::MAX: never needed).
+    pub insert_at: Vec<usize>,
+    /// Total bytes of needed values not forced (what "no remat" keeps).
+    pub needed_bytes: u64,
+    /// Whether the function has any backward read of a forward value at all.
+    pub has_backward: bool,
+}
+
+impl Chain {
+    pub fn len(&self) -> usize {
+        self.stages.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.stages.is_empty()
+    }
+    /// Flops of stages a..b.
+    pub fn flops(&self, a: usize, b: usize) -> u64 {
+        self.stages[a..b].iter().map(|s| s.flops).fold(0u64, u64::saturating_add)
+    }
+}
+
+/// An indexed set with O(1) insert/remove and iteration over members.
+struct ActiveSet {
+    items: Vec<ValueId>,
+    slot: Vec<u32>,
+}
+
+impl ActiveSet {
+    fn new(n: usize) -> Self {
+        ActiveSet { items: Vec::new(), slot: vec![u32::MAX; n] }
+    }
+    fn insert(&mut self, v: ValueId) {
+        if self.slot[v.index()] == u32::MAX {
+            self.slot[v.index()] = self.items.len() as u32;
+            self.items.push(v);
+        }
+    }
+    fn remove(&mut self, v: ValueId) {
+        let s = self.slot[v.index()];
+        if s == u32::MAX {
+            return;
+        }
+        self.slot[v.index()] = u32::MAX;
+        let last = self.items.pop();
+        if let Some(last) = last {
+            if last != v {
+                self.items[s as usize] = last;
+                self.slot[last.index()] = s;
+            }
+        }
+    }
+}
+
+/// Builds the chain of `f`. Never fails: a function without backward reads
+/// gives a chain with `has_backward == false`.
+pub fn build_chain(f: &Func) -> Chain {
+    let nv = f.values.len();
+    let nb = f.body.len();
+    let phases = op_phases(f);
+    let is_fwd: Vec<bool> = phases.iter().map(|p| *p == Phase::Forward).collect();
+    let def = f.def_table();
+    let mut fwd_val = vec![false; nv];
+    let mut mirror = vec![false; nv];
+    let mut forced = vec![false; nv];
+    for (i, op) in f.body.iter().enumerate() {
+        if let Some(r) = op.result {
+            if is_fwd[i] {
+                fwd_val[r.index()] = true;
+                mirror[r.index()] = op.has_attr(ATTR_MIRROR);
+                forced[r.index()] = op.has_attr(ATTR_CHECKPOINT);
+            }
+        }
+    }
+    for &r in f.returned() {
+        if fwd_val[r.index()] {
+            forced[r.index()] = true;
+            mirror[r.index()] = false;
+        }
+    }
+    // forced wins over mirror
+    for v in 0..nv {
+        if forced[v] {
+            mirror[v] = false;
+        }
+    }
+    // needed values and their first backward use
+    let mut needed = vec![false; nv];
+    let mut first_bwd_use = vec![usize::MAX; nv];
+    for (i, op) in f.body.iter().enumerate() {
+        if is_fwd[i] {
+            continue;
+        }
+        for &o in &op.operands {
+            if fwd_val[o.index()] {
+                needed[o.index()] = true;
+                if first_bwd_use[o.index()] == usize::MAX {
+                    first_bwd_use[o.index()] = i;
+                }
+            }
+        }
+    }
+    let has_backward = (0..nv).any(|v| needed[v] && !forced[v]);
+    // arg-only values
+    let mut arg_only = vec![false; nv];
+    for (i, op) in f.body.iter().enumerate() {
+        if !is_fwd[i] {
+            continue;
+        }
+        if let Some(r) = op.result {
+            arg_only[r.index()] = !op.kind.is_compute_heavy()
+                && op.operands.iter().all(|o| def[o.index()].is_none() || arg_only[o.index()]);
+        }
+    }
+    // spine positions
+    let spine: Vec<usize> = (0..nb).filter(|&i| is_fwd[i] && f.body[i].result.is_some_and(|r| !arg_only[r.index()])).collect();
+    let np = spine.len();
+    let mut pos_of = vec![usize::MAX; nb];
+    for (p, &i) in spine.iter().enumerate() {
+        pos_of[i] = p;
+    }
+    // last forward (spine) use position of each spine value
+    let mut last_fwd_use = vec![0usize; nv];
+    for (p, &i) in spine.iter().enumerate() {
+        for &o in &f.body[i].operands {
+            last_fwd_use[o.index()] = p;
+        }
+    }
+    // crossing counts via difference arrays (forced values excluded: always held)
+    let mut d_cnt = vec![0i64; np + 1];
+    let mut d_bad = vec![0i64; np + 1];
+    for (p, &i) in spine.iter().enumerate() {
+        let Some(r) = f.body[i].result else { continue };
+        let u = last_fwd_use[r.index()];
+        if u > p && !forced[r.index()] {
+            d_cnt[p] += 1;
+            d_cnt[u] -= 1;
+            if !needed[r.index()] || mirror[r.index()] {
+                d_bad[p] += 1;
+                d_bad[u] -= 1;
+            }
+        }
+    }
+    let mut cnt = vec![0i64; np];
+    let mut eligible = vec![false; np];
+    let (mut c, mut b) = (0i64, 0i64);
+    for p in 0..np {
+        c += d_cnt[p];
+        b += d_bad[p];
+        cnt[p] = c;
+        eligible[p] = b == 0 && p + 1 < np;
+    }
+    // choose kappa
+    let target = ((2.0 * (np as f64).sqrt()).ceil() as usize).max(1);
+    let mut hist: Vec<usize> = Vec::new();
+    for p in 0..np {
+        if eligible[p] {
+            let k = cnt[p].max(0) as usize;
+            if hist.len() <= k {
+                hist.resize(k + 1, 0);
+            }
+            hist[k] += 1;
+        }
+    }
+    let total_eligible: usize = hist.iter().sum();
+    let want = target.min(total_eligible);
+    let mut kappa = 0usize;
+    let mut acc = 0usize;
+    for (k, &h) in hist.iter().enumerate() {
+        acc += h;
+        kappa = k;
+        if acc >= want {
+            break;
+        }
+    }
+    let is_cut: Vec<bool> = (0..np).map(|p| eligible[p] && (cnt[p].max(0) as usize) <= kappa).collect();
+    // stage of each spine position
+    let mut stage_of_pos = vec![0usize; np];
+    let mut s = 0usize;
+    for p in 0..np {
+        stage_of_pos[p] = s;
+        if is_cut[p] {
+            s += 1;
+        }
+    }
+    let n_stages = if np == 0 { 0 } else { stage_of_pos[np - 1] + 1 };
+    // boundary sets by a sweep
+    let mut bounds: Vec<Vec<ValueId>> = vec![Vec::new(); n_stages + 1];
+    let mut active = ActiveSet::new(nv);
+    let mut ends_at: Vec<Vec<ValueId>> = vec![Vec::new(); np];
+    for (p, &i) in spine.iter().enumerate() {
+        if let Some(r) = f.body[i].result {
+            let u = last_fwd_use[r.index()];
+            if u > p && !forced[r.index()] {
+                ends_at[u].push(r);
+            }
+        }
+    }
+    for (p, &i) in spine.iter().enumerate() {
+        for &v in &ends_at[p] {
+            active.remove(v);
+        }
+        if let Some(r) = f.body[i].result {
+            if last_fwd_use[r.index()] > p && !forced[r.index()] {
+                active.insert(r);
+            }
+        }
+        if is_cut[p] {
+            let mut members = active.items.clone();
+            members.sort();
+            bounds[stage_of_pos[p] + 1] = members;
+        }
+    }
+    // stage of every forward op: spine by position, arg-only by first forward user
+    let mut stage_of_op = vec![usize::MAX; nb];
+    for (p, &i) in spine.iter().enumerate() {
+        stage_of_op[i] = stage_of_pos[p];
+    }
+    let uses = f.uses();
+    for i in (0..nb).rev() {
+        if !is_fwd[i] || stage_of_op[i] != usize::MAX {
+            continue;
+        }
+        let mut st = usize::MAX;
+        if let Some(r) = f.body[i].result {
+            for &u in &uses[r.index()] {
+                if is_fwd[u] && stage_of_op[u] != usize::MAX {
+                    st = st.min(stage_of_op[u]);
+                }
+            }
+        }
+        if st == usize::MAX {
+            // no forward user (the loss itself or dead): the stage of the next spine op
+            st = spine.partition_point(|&x| x < i);
+            st = if st < np { stage_of_pos[st] } else { n_stages.saturating_sub(1) };
+        }
+        stage_of_op[i] = st;
+    }
+    let mut stages: Vec<Stage> = vec![Stage::default(); n_stages];
+    for i in 0..nb {
+        if is_fwd[i] && stage_of_op[i] < n_stages {
+            let st = &mut stages[stage_of_op[i]];
+            st.ops.push(i);
+            st.flops = st.flops.saturating_add(op_flops(f, &f.body[i]));
+        }
+    }
+    let mut in_next_bound = vec![false; nv];
+    let mut first_use_stage = vec![usize::MAX; n_stages];
+    for j in 0..n_stages {
+        for &v in &bounds[j + 1] {
+            in_next_bound[v.index()] = true;
+        }
+        let mut store = Vec::new();
+        let mut bytes = 0u64;
+        let mut t = usize::MAX;
+        for &i in &stages[j].ops {
+            let Some(r) = f.body[i].result else { continue };
+            if needed[r.index()] && !forced[r.index()] {
+                t = t.min(first_bwd_use[r.index()]);
+                if !mirror[r.index()] && !in_next_bound[r.index()] {
+                    store.push(r);
+                    bytes = bytes.saturating_add(f.ty(r).bytes());
+                }
+            }
+        }
+        for &v in &bounds[j + 1] {
+            in_next_bound[v.index()] = false;
+        }
+        stages[j].store = store;
+        stages[j].store_bytes = bytes;
+        first_use_stage[j] = t;
+    }
+    // insertion points: prefix minimum, never before the end of the forward
+    let fwd_end = (0..nb).filter(|&i| is_fwd[i]).max().map(|i| i + 1).unwrap_or(0);
+    let mut insert_at = vec![usize::MAX; n_stages];
+    let mut m = usize::MAX;
+    for j in 0..n_stages {
+        m = m.min(first_use_stage[j]);
+        insert_at[j] = if m == usize::MAX { m } else { m.max(fwd_end) };
+    }
+    let bound_bytes: Vec<u64> =
+        bounds.iter().map(|b| b.iter().map(|&v| f.ty(v).bytes()).fold(0u64, u64::saturating_add)).collect();
+    let needed_bytes =
+        (0..nv).filter(|&v| needed[v] && !forced[v]).map(|v| f.values[v].ty.bytes()).fold(0u64, u64::saturating_add);
+    Chain {
+        is_fwd,
+        fwd_val,
+        needed,
+        forced,
+        mirror,
+        arg_only,
+        def,
+        stages,
+        bounds,
+        bound_bytes,
+        insert_at,
+        needed_bytes,
+        has_backward,
+    }
+}

@@ -1,0 +1,321 @@
+//! Applies a remat plan: drops forward values and inserts recompute blocks.
+//!
+//! What: given a function, its chain (`chain.rs`) and a strategy, builds the
+//! new body. The forward runs unchanged; forward values the backward reads
+//! are either *kept* (the original value stays live until its last backward
+//! use) or *dropped*, in which case clones of the ops that produce them
+//! (marked `ck.recompute`, fresh result values) are inserted in the backward
+//! right before they are needed, and the backward's operands are rewired to
+//! the clones. A recompute block clones exactly the ops needed to produce its
+//! targets from what is currently available (arguments, kept values, clones
+//! registered by earlier blocks such as the boundary of the segment), in
+//! forward order; only its targets are registered, its intermediates die in
+//! the block.
+//!
+//! Safety net: a backward op that reads a dropped value with no available copy
+//! gets an on-demand block right before it, so the result is correct for any
+//! plan; plans only decide how much memory and recompute it costs.
+//!
+//! In-place: afterwards every `ck.inplace` mark is re-checked (the operand
+//! must be op-defined, of the result's size, not returned and read by no
+//! later op) and dropped if illegal (a forward op whose operand is now read by
+//! a recompute op loses it); recompute clones of elementwise ops are marked
+//! in place when legal. Invariant out: same results bit for bit (clones
+//! repeat the same ops with the same attributes, dropout seeds included).
+//! Complexity: O(ops + clones).
+
+use super::chain::Chain;
+use super::plan::Plan;
+use crate::analysis::{liveness, op_flops, peak};
+use ckopt_ir::{
+    Attr, Func, Op, OpKind, ValueData, ValueId,
+    ops::{ATTR_CHECKPOINT, ATTR_INPLACE, ATTR_MIRROR, ATTR_OFFSET, ATTR_RECOMPUTE},
+};
+
+/// How to choose what is kept.
+#[derive(Clone, Debug)]
+pub enum Strategy {
+    /// A plan over the chain (sqrt, greedy, log, optimal).
+    Chain(Plan),
+    /// Keep exactly these values (plus the forced ones); every other needed
+    /// value is recomputed on demand right before its first backward use.
+    Keep(Vec<bool>),
+}
+
+/// The rewritten function and what the rewrite did.
+#[derive(Clone, Debug)]
+pub struct Emitted {
+    pub func: Func,
+    pub clones: usize,
+    pub on_demand: usize,
+    pub inplace_stripped: usize,
+    pub inplace_added: usize,
+}
+
+impl Emitted {
+    /// temp_peak_bytes of the result (SPEC §4), with in-place sharing.
+    pub fn temp_peak(&self) -> u64 {
+        peak(&self.func, &liveness(&self.func), false)
+    }
+    /// Flops of the ops marked `ck.recompute`.
+    pub fn recompute_flops(&self) -> u64 {
+        recompute_flops(&self.func)
+    }
+}
+
+pub fn recompute_flops(f: &Func) -> u64 {
+    f.body.iter().filter(|o| o.has_attr(ATTR_RECOMPUTE)).map(|o| op_flops(f, o)).fold(0u64, u64::saturating_add)
+}
+
+struct Emitter<'a> {
+    ch: &'a Chain,
+    keep: Vec<bool>,
+    actions: Vec<(usize, Vec<ValueId>)>,
+}
+
+impl<'a> Emitter<'a> {
+    fn targets(&self, a: usize, b: usize, with_end: bool) -> Vec<ValueId> {
+        let mut t = Vec::new();
+        for j in a..b {
+            t.extend_from_slice(&self.ch.stages[j].store);
+            if j + 1 < b || with_end {
+                t.extend_from_slice(&self.ch.bounds[j + 1]);
+            }
+        }
+        t
+    }
+    fn keep_all(&mut self, vs: Vec<ValueId>) {
+        for v in vs {
+            self.keep[v.index()] = true;
+        }
+    }
+    fn act(&mut self, pos: usize, vs: Vec<ValueId>) {
+        if pos != usize::MAX && !vs.is_empty() {
+            self.actions.push((pos, vs));
+        }
+    }
+    /// Walks a plan for [a, b): the right spine iteratively, lefts recursively.
+    fn walk(&mut self, plan: &Plan, a0: usize, b: usize, pos: usize, orig: bool) {
+        let mut a = a0;
+        let mut plan = plan;
+        let mut lefts: Vec<(&Plan, usize, usize)> = Vec::new();
+        loop {
+            match plan {
+                Plan::Store => {
+                    let t = self.targets(a, b, false);
+                    if orig { self.keep_all(t) } else { self.act(pos, t) }
+                    break;
+                }
+                Plan::StoreFirst { upto, rest } => {
+                    let upto = (*upto).clamp(a + 1, b);
+                    let t = self.targets(a, upto, true);
+                    if orig { self.keep_all(t) } else { self.act(pos, t) }
+                    if upto >= b {
+                        break;
+                    }
+                    a = upto;
+                    plan = rest;
+                }
+                Plan::Split { at, left, right } => {
+                    let at = (*at).clamp(a + 1, b.saturating_sub(1).max(a + 1));
+                    if at >= b {
+                        plan = left;
+                        continue;
+                    }
+                    let t = self.ch.bounds[at].clone();
+                    if orig { self.keep_all(t) } else { self.act(pos, t) }
+                    lefts.push((left, a, at));
+                    a = at;
+                    plan = right;
+                }
+            }
+        }
+        while let Some((left, la, lb)) = lefts.pop() {
+            let lpos = self.ch.insert_at[lb - 1];
+            if lpos != usize::MAX {
+                self.walk(left, la, lb, lpos, false);
+            }
+        }
+    }
+}
+
+/// Rewrites `f` according to `strat`.
+pub fn apply(f: &Func, ch: &Chain, strat: &Strategy) -> Emitted {
+    let nv = f.values.len();
+    let mut em = Emitter { ch, keep: ch.forced.clone(), actions: Vec::new() };
+    match strat {
+        Strategy::Chain(plan) => {
+            if !ch.is_empty() {
+                em.walk(plan, 0, ch.len(), usize::MAX, true);
+            }
+        }
+        Strategy::Keep(k) => {
+            for (v, &b) in k.iter().enumerate().take(nv) {
+                if b && !ch.mirror[v] {
+                    em.keep[v] = true;
+                }
+            }
+        }
+    }
+    let Emitter { keep, mut actions, .. } = em;
+    actions.sort_by_key(|a| a.0); // stable: generation order within a position
+    let src = f;
+    let mut out = f.clone();
+    out.body = Vec::with_capacity(f.body.len() * 2);
+    let mut env: Vec<Option<ValueId>> = (0..nv).map(|v| if keep[v] { Some(ValueId(v as u32)) } else { None }).collect();
+    let mut b = Builder { src, ch, out: &mut out, env: &mut env, local: vec![None; nv], mark: vec![false; nv], clones: 0 };
+    let mut on_demand = 0usize;
+    let mut ai = 0usize;
+    for (i, op) in src.body.iter().enumerate() {
+        while ai < actions.len() && actions[ai].0 <= i {
+            b.block(&actions[ai].1);
+            ai += 1;
+        }
+        if ch.is_fwd[i] {
+            b.out.body.push(op.clone());
+            continue;
+        }
+        let mut new_op = op.clone();
+        for k in 0..new_op.operands.len() {
+            let v = new_op.operands[k];
+            if !ch.fwd_val[v.index()] {
+                continue;
+            }
+            if b.env[v.index()].is_none() {
+                b.block(&[v]);
+                on_demand += 1;
+            }
+            if let Some(c) = b.env[v.index()] {
+                new_op.operands[k] = c;
+            }
+        }
+        b.out.body.push(new_op);
+    }
+    let clones = b.clones;
+    let (stripped, added) = fix_inplace(&mut out);
+    Emitted { func: out, clones, on_demand, inplace_stripped: stripped, inplace_added: added }
+}
+
+struct Builder<'a> {
+    src: &'a Func,
+    ch: &'a Chain,
+    out: &'a mut Func,
+    env: &'a mut Vec<Option<ValueId>>,
+    local: Vec<Option<ValueId>>,
+    mark: Vec<bool>,
+    clones: usize,
+}
+
+impl Builder<'_> {
+    /// Emits clones producing `targets` from what is available; registers the targets.
+    fn block(&mut self, targets: &[ValueId]) {
+        let mut list: Vec<usize> = Vec::new();
+        let mut touched: Vec<ValueId> = Vec::new();
+        let mut stack: Vec<ValueId> = Vec::new();
+        for &t in targets {
+            if self.ch.fwd_val[t.index()] && self.env[t.index()].is_none() {
+                stack.push(t);
+            }
+        }
+        while let Some(v) = stack.pop() {
+            if self.mark[v.index()] {
+                continue;
+            }
+            self.mark[v.index()] = true;
+            touched.push(v);
+            let Some(d) = self.ch.def[v.index()] else { continue };
+            list.push(d);
+            for &u in &self.src.body[d].operands {
+                if self.ch.fwd_val[u.index()] && self.env[u.index()].is_none() && !self.mark[u.index()] {
+                    stack.push(u);
+                }
+            }
+        }
+        list.sort_unstable();
+        for d in list {
+            let op = &self.src.body[d];
+            let Some(r) = op.result else { continue };
+            let operands: Vec<ValueId> = op
+                .operands
+                .iter()
+                .map(|&u| self.local[u.index()].or(self.env[u.index()]).unwrap_or(u))
+                .collect();
+            let mut attrs = op.attrs.clone();
+            attrs.remove(ATTR_MIRROR);
+            attrs.remove(ATTR_CHECKPOINT);
+            attrs.remove(ATTR_OFFSET);
+            attrs.insert(ATTR_RECOMPUTE.to_string(), Attr::Unit);
+            let data = &self.src.values[r.index()];
+            let nr = ValueId(self.out.values.len() as u32);
+            self.out.values.push(ValueData { name: format!("{}_rc", data.name), ty: data.ty.clone() });
+            self.out.body.push(Op { kind: op.kind, operands, result: Some(nr), attrs, loc: op.loc.clone() });
+            self.local[r.index()] = Some(nr);
+            self.clones += 1;
+        }
+        for &t in targets {
+            if let Some(c) = self.local[t.index()] {
+                if !self.ch.mirror[t.index()] || targets.len() == 1 {
+                    self.env[t.index()] = Some(c);
+                }
+            }
+        }
+        for v in touched {
+            self.mark[v.index()] = false;
+            self.local[v.index()] = None;
+        }
+    }
+}
+
+/// Whether an op may write its result into operand `n` given the last use of
+/// every value in the final schedule (op index `i`).
+fn inplace_ok(f: &Func, op: &Op, i: usize, n: usize, def: &[Option<usize>], last_use: &[usize], returned: &[bool]) -> bool {
+    let (Some(r), Some(&v)) = (op.result, op.operands.get(n)) else { return false };
+    def[v.index()].is_some()
+        && f.ty(v).bytes() == f.ty(r).bytes()
+        && last_use[v.index()] == i
+        && !returned[v.index()]
+}
+
+/// Drops illegal `ck.inplace` marks and marks elementwise recompute clones in
+/// place where legal. Returns (stripped, added).
+pub fn fix_inplace(f: &mut Func) -> (usize, usize) {
+    let nv = f.values.len();
+    let def = f.def_table();
+    let mut last_use = vec![usize::MAX; nv];
+    for (i, op) in f.body.iter().enumerate() {
+        for &o in &op.operands {
+            last_use[o.index()] = i;
+        }
+    }
+    let mut returned = vec![false; nv];
+    for &r in f.returned() {
+        returned[r.index()] = true;
+    }
+    let mut stripped = 0;
+    let mut added = 0;
+    let mut claimed = vec![false; nv];
+    for i in 0..f.body.len() {
+        let op = &f.body[i];
+        if let Some(n) = op.int_attr(ATTR_INPLACE) {
+            let ok = usize::try_from(n).ok().is_some_and(|n| {
+                inplace_ok(f, op, i, n, &def, &last_use, &returned) && !claimed[op.operands[n].index()]
+            });
+            if ok {
+                claimed[op.operands[n as usize].index()] = true;
+            } else {
+                f.body[i].attrs.remove(ATTR_INPLACE);
+                stripped += 1;
+            }
+        } else if op.has_attr(ATTR_RECOMPUTE) && op.kind.is_elementwise() && op.kind != OpKind::Dropout {
+            let pick = (0..op.operands.len()).find(|&n| {
+                inplace_ok(f, op, i, n, &def, &last_use, &returned) && !claimed[op.operands[n].index()]
+            });
+            if let Some(n) = pick {
+                claimed[op.operands[n].index()] = true;
+                f.body[i].attrs.insert(ATTR_INPLACE.to_string(), Attr::Int(n as i64));
+                added += 1;
+            }
+        }
+    }
+    (stripped, added)
+}

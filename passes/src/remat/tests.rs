@@ -1,0 +1,279 @@
+//! Unit tests of remat on hand-built gradient-like functions.
+//!
+//! Equivalence is checked structurally here: every value gets the hash of
+//! its expression tree (op, attributes, operand expressions; arguments by
+//! position), so two functions return bit-identical results on any
+//! interpreter when their returned expressions are equal (remat only clones
+//! ops). Interpreter-based bit-identity tests live in `tests/remat.rs`.
+
+use super::*;
+use crate::analysis::{memory_report, op_phases, Phase};
+use ckopt_ir::{Attr, Attrs, Loc, OpKind, TensorType, ValueId, attrs, verify_module};
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+
+/// Expression hashes of the returned values.
+pub fn result_exprs(f: &Func) -> Vec<u64> {
+    let mut h = vec![0u64; f.values.len()];
+    for (i, p) in f.params.iter().enumerate() {
+        let mut s = DefaultHasher::new();
+        ("arg", i).hash(&mut s);
+        h[p.value.index()] = s.finish();
+    }
+    for op in &f.body {
+        let Some(r) = op.result else { continue };
+        let mut s = DefaultHasher::new();
+        op.kind.hash(&mut s);
+        for (k, v) in &op.attrs {
+            if k.starts_with("ck.") {
+                continue;
+            }
+            k.hash(&mut s);
+            format!("{v}").hash(&mut s);
+        }
+        for o in &op.operands {
+            h[o.index()].hash(&mut s);
+        }
+        h[r.index()] = s.finish();
+    }
+    f.returned().iter().map(|v| h[v.index()]).collect()
+}
+
+fn t(s: &[u64]) -> TensorType {
+    TensorType::f32(s.to_vec())
+}
+
+/// A gradient-like MLP: n layers relu(x W + b), squared-error loss, and a
+/// hand-written backward that reads the relu outputs and layer inputs.
+pub fn mlp_grad(n: usize, batch: u64, width: u64, dropout: bool) -> Func {
+    let l = Loc::unknown();
+    let mut f = Func::new("mlp_grad", l.clone());
+    let x = f.add_param("x", t(&[batch, width]), false);
+    let tg = f.add_param("t", t(&[batch, width]), false);
+    let mut ws = Vec::new();
+    for i in 0..n {
+        let w = f.add_param(format!("w{i}"), t(&[width, width]), true);
+        let b = f.add_param(format!("b{i}"), t(&[width]), true);
+        ws.push((w, b));
+    }
+    let mut acts = vec![x];
+    for (i, &(w, b)) in ws.iter().enumerate() {
+        let a = *acts.last().unwrap();
+        let h = f.push(OpKind::Matmul, &[a, w], Attrs::new(), None, "h", l.clone()).unwrap();
+        let bb = f
+            .push(OpKind::Broadcast, &[b], attrs([("dims", Attr::IntArray(vec![1]))]), Some(t(&[batch, width])), "bb", l.clone())
+            .unwrap();
+        let z = f.push(OpKind::Add, &[h, bb], Attrs::new(), None, "z", l.clone()).unwrap();
+        let mut y = f.push(OpKind::Relu, &[z], Attrs::new(), None, "a", l.clone()).unwrap();
+        if dropout && i % 2 == 0 {
+            y = f
+                .push(OpKind::Dropout, &[y], attrs([("rate", Attr::F32(0.5)), ("seed", Attr::Int(7 + i as i64))]), None, "dr", l.clone())
+                .unwrap();
+        }
+        acts.push(y);
+    }
+    let last = *acts.last().unwrap();
+    let d = f.push(OpKind::Sub, &[last, tg], Attrs::new(), None, "d", l.clone()).unwrap();
+    let s = f.push(OpKind::Mul, &[d, d], Attrs::new(), None, "s", l.clone()).unwrap();
+    let loss = f.push(OpKind::ReduceSum, &[s], attrs([("dims", Attr::IntArray(vec![0, 1]))]), None, "loss", l.clone()).unwrap();
+    // backward
+    let mut da = f.push(OpKind::Scale, &[d], attrs([("value", Attr::F32(2.0))]), None, "dd", l.clone()).unwrap();
+    let mut grads = Vec::new();
+    for i in (0..n).rev() {
+        let (w, _) = ws[i];
+        let y = acts[i + 1];
+        // relu_grad reads the relu output (or the dropout output: same sign pattern for this test)
+        let dz = f.push(OpKind::ReluGrad, &[y, da], Attrs::new(), None, "dz", l.clone()).unwrap();
+        let dw = f
+            .push(OpKind::Matmul, &[acts[i], dz], attrs([("transpose_a", Attr::Bool(true))]), None, "dw", l.clone())
+            .unwrap();
+        let db = f.push(OpKind::ReduceSum, &[dz], attrs([("dims", Attr::IntArray(vec![0]))]), None, "db", l.clone()).unwrap();
+        grads.push((dw, db));
+        if i > 0 {
+            da = f.push(OpKind::Matmul, &[dz, w], attrs([("transpose_b", Attr::Bool(true))]), None, "da", l.clone()).unwrap();
+        }
+    }
+    let mut rets = vec![loss];
+    for (dw, db) in grads.into_iter().rev() {
+        rets.push(dw);
+        rets.push(db);
+    }
+    f.push_return(&rets, l);
+    f
+}
+
+fn check(f: &Func, g: &Func) {
+    let m = Module { funcs: vec![g.clone()] };
+    if let Err(e) = verify_module(&m) {
+        panic!("remat output does not verify: {e}");
+    }
+    assert_eq!(result_exprs(f), result_exprs(g), "results differ structurally");
+}
+
+fn run(f: &Func, mode: Mode, budget: Option<u64>) -> (Func, RematOutcome) {
+    let mut g = f.clone();
+    let o = remat_func(&mut g, &RematOptions { mode, budget, search: true, k: 1 }).unwrap().unwrap();
+    check(f, &g);
+    (g, o)
+}
+
+const UNIT: u64 = 8 * 16 * 4;
+
+#[test]
+fn chain_of_mlp_has_one_stage_per_layer_plus_loss() {
+    let f = mlp_grad(20, 8, 16, false);
+    let ch = build_chain(&f);
+    assert!(ch.has_backward);
+    assert!(ch.len() >= 20 && ch.len() <= 22, "stages: {}", ch.len());
+    for j in 1..20 {
+        assert_eq!(ch.bound_bytes[j], UNIT, "boundary {j} is one activation");
+    }
+}
+
+#[test]
+fn sqrt_mode_reduces_peak_and_recomputes_at_most_one_forward() {
+    let f = mlp_grad(100, 8, 16, false);
+    let before = memory_report(&f);
+    let (g, o) = run(&f, Mode::Sqrt, None);
+    let after = memory_report(&g);
+    assert_eq!(after.temp_peak_bytes, o.temp_peak_after);
+    assert!(after.temp_peak_bytes * 3 < before.temp_peak_bytes, "{} vs {}", after.temp_peak_bytes, before.temp_peak_bytes);
+    // 2 sqrt(n) + a few units
+    assert!(after.temp_peak_bytes <= (20 + 6) * UNIT, "peak {} units", after.temp_peak_bytes / UNIT);
+    assert!(after.recompute_flops <= before.forward_flops);
+    assert!(after.recomputed_ops > 0);
+    assert_eq!(o.on_demand, 0);
+    // recompute ops are their own phase
+    assert!(op_phases(&g).contains(&Phase::Recompute));
+}
+
+#[test]
+fn log_mode_is_logarithmic() {
+    let f = mlp_grad(128, 8, 16, false);
+    let before = memory_report(&f);
+    let (g, _) = run(&f, Mode::Log, None);
+    let r = memory_report(&g);
+    assert!(r.temp_peak_bytes <= (7 + 8) * UNIT, "peak {} units", r.temp_peak_bytes / UNIT);
+    assert!(r.recompute_flops <= 8 * before.forward_flops);
+}
+
+#[test]
+fn greedy_search_beats_or_matches_sqrt_and_respects_budget() {
+    let f = mlp_grad(100, 8, 16, false);
+    let (_, s) = run(&f, Mode::Sqrt, None);
+    let (_, g) = run(&f, Mode::Greedy, None);
+    assert!(g.temp_peak_after <= s.temp_peak_after);
+    let (gb, o) = run(&f, Mode::Greedy, Some(30 * UNIT));
+    assert!(memory_report(&gb).temp_peak_bytes <= 30 * UNIT);
+    assert!(o.temp_peak_after <= 30 * UNIT);
+}
+
+#[test]
+fn infeasible_budget_names_the_smallest_feasible_one() {
+    let f = mlp_grad(50, 8, 16, false);
+    let mut g = f.clone();
+    let e = remat_func(&mut g, &RematOptions { mode: Mode::Greedy, budget: Some(UNIT), search: true, k: 1 }).unwrap_err();
+    assert!(e.message.contains("smallest feasible budget found is"), "{}", e.message);
+    assert_eq!(g, f, "function untouched on error");
+}
+
+#[test]
+fn optimal_meets_tight_budgets_with_multi_level_recompute() {
+    let f = mlp_grad(100, 8, 16, false);
+    let before = memory_report(&f);
+    for units in [40u64, 20, 14] {
+        let (g, _) = run(&f, Mode::Optimal, Some(units * UNIT));
+        let r = memory_report(&g);
+        assert!(r.temp_peak_bytes <= units * UNIT, "budget {units}: peak {}", r.temp_peak_bytes / UNIT);
+        assert!(r.recompute_flops <= 3 * before.forward_flops, "budget {units}");
+    }
+    // ample budget: no recomputation at all
+    let (g, _) = run(&f, Mode::Optimal, Some(before.temp_peak_bytes));
+    assert_eq!(memory_report(&g).recompute_flops, 0);
+}
+
+#[test]
+fn optimal_recomputes_less_than_log_at_the_same_memory() {
+    let f = mlp_grad(100, 8, 16, false);
+    let (_, lg) = run(&f, Mode::Log, None);
+    let (_, op) = run(&f, Mode::Optimal, Some(lg.temp_peak_after));
+    assert!(op.temp_peak_after <= lg.temp_peak_after);
+    assert!(op.recompute_flops <= lg.recompute_flops, "{} > {}", op.recompute_flops, lg.recompute_flops);
+}
+
+#[test]
+fn dropout_is_recomputed_with_its_seed() {
+    let f = mlp_grad(30, 8, 16, true);
+    let (g, _) = run(&f, Mode::Sqrt, None);
+    let drops: Vec<_> = g.body.iter().filter(|o| o.kind == OpKind::Dropout && o.has_attr("ck.recompute")).collect();
+    assert!(!drops.is_empty(), "some dropout is recomputed");
+    for d in drops {
+        assert!(d.int_attr("seed").is_some_and(|s| s >= 7));
+    }
+}
+
+#[test]
+fn mirror_forces_recompute_and_checkpoint_forces_keep() {
+    let mut f = mlp_grad(10, 8, 16, false);
+    // mark every relu output mirror except the 5th, which is checkpointed
+    let mut relus = 0;
+    let mut kept = None;
+    for op in f.body.iter_mut() {
+        if op.kind == OpKind::Relu {
+            relus += 1;
+            if relus == 5 {
+                op.attrs.insert("ck.checkpoint".into(), Attr::Unit);
+                kept = op.result;
+            } else {
+                op.attrs.insert("ck.mirror".into(), Attr::Unit);
+            }
+        }
+    }
+    let kept: ValueId = kept.unwrap();
+    let (g, _) = run(&f, Mode::Sqrt, None);
+    // the checkpointed value is still read by the backward
+    let bwd_reads_kept = g.body.iter().skip_while(|o| o.kind != OpKind::Scale).any(|o| o.operands.contains(&kept));
+    assert!(bwd_reads_kept);
+    // no mirror value (original) is read after the forward
+    let mirrors: Vec<ValueId> = f.body.iter().filter(|o| o.has_attr("ck.mirror")).filter_map(|o| o.result).collect();
+    let start = g.body.iter().position(|o| o.kind == OpKind::Scale).unwrap();
+    for o in &g.body[start..] {
+        for m in &mirrors {
+            assert!(!o.operands.contains(m), "mirror value read in backward");
+        }
+    }
+}
+
+#[test]
+fn inplace_marks_stay_legal() {
+    let mut f = mlp_grad(30, 8, 16, false);
+    // mark add in place into the matmul result (it dies there), and relu_grad into dy
+    for op in f.body.iter_mut() {
+        if op.kind == OpKind::Add || op.kind == OpKind::Relu {
+            op.attrs.insert("ck.inplace".into(), Attr::Int(0));
+        }
+        if op.kind == OpKind::ReluGrad {
+            op.attrs.insert("ck.inplace".into(), Attr::Int(1));
+        }
+    }
+    // strip the ones that are illegal in the input (relu outputs are read later)
+    emit::fix_inplace(&mut f);
+    let (g, _) = run(&f, Mode::Sqrt, None);
+    let mut g2 = g.clone();
+    let (stripped, _) = emit::fix_inplace(&mut g2);
+    assert_eq!(stripped, 0, "every in-place mark in the output is legal");
+    assert!(g.body.iter().any(|o| o.has_attr("ck.recompute") && o.has_attr("ck.inplace")));
+}
+
+#[test]
+fn forward_only_function_is_unchanged() {
+    let l = Loc::unknown();
+    let mut f = Func::new("fwd", l.clone());
+    let x = f.add_param("x", t(&[4]), false);
+    let y = f.push(OpKind::Relu, &[x], Attrs::new(), None, "y", l.clone()).unwrap();
+    let s = f.push(OpKind::ReduceSum, &[y], attrs([("dims", Attr::IntArray(vec![0]))]), None, "s", l.clone()).unwrap();
+    f.push_return(&[s], l);
+    let mut g = f.clone();
+    assert!(remat_func(&mut g, &RematOptions::default()).unwrap().is_none());
+    assert_eq!(f, g);
+}
