@@ -6,12 +6,16 @@
 
 pub mod analysis;
 pub mod autodiff;
+pub mod canonicalize;
+pub mod cse;
+pub mod dce;
 pub mod inplace;
 pub mod manager;
 pub mod memplan;
 pub mod memplan_check;
 pub mod registry;
 pub mod remat;
+pub mod rewrite;
 
 pub use manager::{Pass, PassManager, PassOptions, Statistics, parse_pipeline};
 pub use registry::{PassInfo, registry};

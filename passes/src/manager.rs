@@ -80,10 +80,16 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
 }
 
 /// Statistics reported by passes (`--pass-statistics`).
+///
+/// A statistic is named `key - description` by convention, as in MLIR.
+/// Reports of the same (pass, key) are summed when numeric (a pipeline run
+/// over several `--split-input-file` cases gives one total).
 #[derive(Clone, Debug, Default)]
 pub struct Statistics {
     /// (pass, statistic, value) in the order reported.
     pub entries: Vec<(String, String, String)>,
+    /// Passes that ran, in order of their first run (listed even without statistics).
+    pub passes: Vec<String>,
     current: String,
 }
 
@@ -93,17 +99,41 @@ impl Statistics {
     }
     pub fn set_pass(&mut self, pass: &str) {
         self.current = pass.to_string();
+        if !self.passes.iter().any(|p| p == pass) {
+            self.passes.push(pass.to_string());
+        }
+    }
+    /// (statistic, value) of one pass, summed over its runs where numeric.
+    pub fn summary(&self, pass: &str) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = Vec::new();
+        for (_, k, v) in self.entries.iter().filter(|(p, _, _)| p == pass) {
+            match out.iter_mut().find(|(k2, _)| k2 == k) {
+                Some((_, v2)) => {
+                    if let (Ok(a), Ok(b)) = (v2.parse::<u64>(), v.parse::<u64>()) {
+                        *v2 = a.saturating_add(b).to_string();
+                    } else {
+                        *v2 = v.clone();
+                    }
+                }
+                None => out.push((k.clone(), v.clone())),
+            }
+        }
+        out
     }
     /// Text like mlir-opt's `--mlir-pass-statistics`.
     pub fn render(&self) -> String {
         let mut out = String::from("===-------------------------------------------------------------------------===\n                         ... Pass statistics report ...\n===-------------------------------------------------------------------------===\n");
-        let mut last = String::new();
-        for (p, k, v) in &self.entries {
-            if *p != last {
-                out.push_str(&format!("{p}\n"));
-                last = p.clone();
+        let mut passes = self.passes.clone();
+        for (p, _, _) in &self.entries {
+            if !passes.contains(p) {
+                passes.push(p.clone());
             }
-            out.push_str(&format!("  ({v}) {k}\n"));
+        }
+        for p in &passes {
+            out.push_str(&format!("{p}\n"));
+            for (k, v) in self.summary(p) {
+                out.push_str(&format!("  (S) {v} {k}\n"));
+            }
         }
         out
     }
@@ -279,6 +309,19 @@ mod tests {
         assert_eq!(a[0].get("func"), Some("f"));
         let b = split_pipeline("autodiff{func=f,wrt=1,3,4}").unwrap();
         assert_eq!(b[0].get("wrt"), Some("1,3,4"));
+    }
+    #[test]
+    fn statistics_sum_over_runs_and_list_silent_passes() {
+        let mut s = Statistics::default();
+        s.set_pass("cse");
+        s.add("num-cse'd", 2);
+        s.set_pass("dce");
+        s.set_pass("cse");
+        s.add("num-cse'd", 3);
+        assert_eq!(s.summary("cse"), vec![("num-cse'd".to_string(), "5".to_string())]);
+        let r = s.render();
+        assert!(r.contains("cse\n  (S) 5 num-cse'd\n"), "{r}");
+        assert!(r.contains("dce\n"), "{r}");
     }
     #[test]
     fn byte_units() {

@@ -24,6 +24,7 @@ pub fn registry() -> &'static [PassInfo] {
 }
 
 static REGISTRY: &[PassInfo] = &[
+    // One entry per pass, in alphabetical order.
     PassInfo {
         name: "autodiff",
         summary: "adds @NAME_grad returning (loss, d loss/d each wrt argument) for functions whose first result is a scalar loss",
@@ -37,8 +38,24 @@ static REGISTRY: &[PassInfo] = &[
         ],
         build: crate::autodiff::build,
     },
-    // One entry per pass, e.g.:
-    // PassInfo { name: "dce", summary: "...", options: &[], build: crate::dce::build },
+    PassInfo {
+        name: "canonicalize",
+        summary: "exact local folds: scale by 1, neg(neg x), identity reshape/transpose/slice/broadcast/reduce/concat, transpose∘transpose and reshape∘reshape merged; erases dead ops",
+        options: &[],
+        build: crate::canonicalize::build,
+    },
+    PassInfo {
+        name: "cse",
+        summary: "merges ops with equal kind, operands, attributes and result type (never ck.inplace/ck.offset ops; ck.recompute only with ck.recompute)",
+        options: &[],
+        build: crate::cse::build,
+    },
+    PassInfo {
+        name: "dce",
+        summary: "removes ops whose results the function's return does not need",
+        options: &[],
+        build: crate::dce::build,
+    },
     PassInfo {
         name: "memplan",
         summary: "liveness-based static allocation of every op result into one arena (best-fit, largest first); writes ck.offset and ck.arena_bytes, proven by the memplan checker",
