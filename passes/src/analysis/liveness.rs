@@ -8,6 +8,11 @@
 //! In-place results (`ck.inplace = N`) reuse operand N's buffer, so a buffer
 //! is the chain of values linked by in-place ops; its interval is the union of
 //! theirs. Bytes are counted per buffer, which is what memory really holds.
+//! An in-place write is honoured only when operand N is op-defined and has
+//! the result's byte size; otherwise (an argument, a size mismatch, a bad
+//! index) the result counts as a fresh buffer, which over- rather than
+//! under-estimates. A buffer holds a function result if any of its values is
+//! returned; `temp_peak_bytes` leaves such buffers out entirely.
 //! Complexity: O(ops + values).
 
 use ckopt_ir::{Func, ValueId, ops::ATTR_INPLACE};
@@ -118,4 +123,36 @@ pub fn live_bytes_timeline(f: &Func, live: &Liveness, include_results: bool) -> 
 /// Maximum live bytes over the schedule.
 pub fn peak(f: &Func, live: &Liveness, include_results: bool) -> u64 {
     live_bytes_timeline(f, live, include_results).into_iter().max().unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Intervals are [def, last use]; an unused value lives only at its def;
+    /// an in-place chain is one buffer spanning both values.
+    #[test]
+    fn intervals_and_timeline_by_hand() {
+        let m = ckopt_ir::parse_and_verify(
+            r#"module {
+  func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+    %a = "ck.exp"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+    %u = "ck.neg"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+    %b = "ck.relu"(%a) {ck.inplace = 0 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+    %c = "ck.add"(%b, %x) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    "ck.return"(%c) : (tensor<4xf32>) -> ()
+  }
+}"#,
+            "t.ck",
+        )
+        .expect("parses");
+        let f = &m.funcs[0];
+        let l = liveness(f);
+        let spans: Vec<(usize, usize, u64, bool)> = l.intervals.iter().map(|i| (i.start, i.end, i.bytes, i.is_result)).collect();
+        // {a,b}: [0,3]; u: [1,1]; c: [3,4] returned
+        assert_eq!(spans, vec![(0, 3, 16, false), (1, 1, 16, false), (3, 4, 16, true)]);
+        assert_eq!(live_bytes_timeline(f, &l, true), vec![16, 32, 16, 32, 16]);
+        assert_eq!(live_bytes_timeline(f, &l, false), vec![16, 32, 16, 16, 0]);
+        assert_eq!(peak(f, &l, true), 32);
+    }
 }

@@ -54,3 +54,137 @@ pub fn memory_report(f: &Func) -> MemoryReport {
 pub fn module_report(m: &Module) -> Vec<MemoryReport> {
     m.funcs.iter().map(memory_report).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    //! Hand-computed reports (SPEC §4) on small functions.
+    use super::*;
+
+    fn report(text: &str) -> MemoryReport {
+        let m = ckopt_ir::parse_and_verify(text, "t.ck").expect("test input parses");
+        memory_report(&m.funcs[0])
+    }
+
+    /// The SPEC §1 example: five 32x64 / scalar values, matmul-dominated flops.
+    /// Live sets: {h} {h,a} {a,d} {d,s} {s,l} {l} -> peak 2·8192.
+    #[test]
+    fn spec_mlp_example_numbers() {
+        let r = report(
+            r#"module {
+  func.func @mlp(%x: tensor<32x64xf32>, %w: tensor<64x64xf32>, %t: tensor<32x64xf32>) -> tensor<f32> {
+    %h = "ck.matmul"(%x, %w) : (tensor<32x64xf32>, tensor<64x64xf32>) -> tensor<32x64xf32>
+    %a = "ck.relu"(%h) : (tensor<32x64xf32>) -> tensor<32x64xf32>
+    %d = "ck.sub"(%a, %t) : (tensor<32x64xf32>, tensor<32x64xf32>) -> tensor<32x64xf32>
+    %s = "ck.mul"(%d, %d) : (tensor<32x64xf32>, tensor<32x64xf32>) -> tensor<32x64xf32>
+    %l = "ck.reduce_sum"(%s) {dims = [0, 1]} : (tensor<32x64xf32>) -> tensor<f32>
+    "ck.return"(%l) : (tensor<f32>) -> ()
+  }
+}"#,
+        );
+        assert_eq!(r.function, "mlp");
+        assert_eq!(r.ops, 5);
+        assert_eq!(r.total_bytes, 4 * 8192 + 4);
+        assert_eq!(r.peak_bytes, 16384);
+        assert_eq!(r.temp_peak_bytes, 16384);
+        assert_eq!(r.arena_bytes, None);
+        // matmul 2·32·64·64; relu, sub, mul 2048 each; reduce_sum 2048 input elements
+        assert_eq!(r.forward_flops, 2 * 32 * 64 * 64 + 4 * 2048);
+        assert_eq!((r.backward_flops, r.recompute_flops), (0, 0));
+        assert_eq!((r.inplace_ops, r.recomputed_ops), (0, 0));
+    }
+
+    /// In-place results share their operand's buffer; results count in peak
+    /// but not in temp_peak; total ignores sharing.
+    /// Buffers: {a,b} on [0,2] 32 B, c on [2,4] 32 B (result), d on [3,4] 4 B (result).
+    /// Live bytes per op: 32, 32, 64, 36, 36 -> peak 64; without results 32.
+    #[test]
+    fn inplace_buffers_merge_and_results_are_separated() {
+        let r = report(
+            r#"module {
+  func.func @f(%x: tensor<8xf32>) -> (tensor<f32>, tensor<8xf32>) {
+    %a = "ck.exp"(%x) : (tensor<8xf32>) -> tensor<8xf32>
+    %b = "ck.tanh"(%a) {ck.inplace = 0 : i64} : (tensor<8xf32>) -> tensor<8xf32>
+    %c = "ck.mul"(%b, %x) : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+    %d = "ck.reduce_sum"(%c) {dims = [0]} : (tensor<8xf32>) -> tensor<f32>
+    "ck.return"(%d, %c) : (tensor<f32>, tensor<8xf32>) -> ()
+  }
+}"#,
+        );
+        assert_eq!(r.total_bytes, 3 * 32 + 4);
+        assert_eq!(r.peak_bytes, 64);
+        assert_eq!(r.temp_peak_bytes, 32);
+        assert_eq!(r.inplace_ops, 1);
+        assert_eq!(r.forward_flops, 4 * 8);
+    }
+
+    /// Phases: ops the loss needs are forward, ck.recompute ops recompute, the
+    /// rest backward. Arguments are never counted, even when returned.
+    #[test]
+    fn phases_split_flops_and_arguments_are_excluded() {
+        let r = report(
+            r#"module {
+  func.func @g(%x: tensor<4xf32>) -> (tensor<f32>, tensor<4xf32>, tensor<4xf32>) {
+    %l = "ck.reduce_sum"(%x) {dims = [0]} : (tensor<4xf32>) -> tensor<f32>
+    %one = "ck.fill"() {value = 1.0 : f32} : () -> tensor<4xf32>
+    %r = "ck.neg"(%x) {ck.recompute} : (tensor<4xf32>) -> tensor<4xf32>
+    %g = "ck.mul"(%one, %r) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    "ck.return"(%l, %g, %x) : (tensor<f32>, tensor<4xf32>, tensor<4xf32>) -> ()
+  }
+}"#,
+        );
+        assert_eq!((r.forward_flops, r.backward_flops, r.recompute_flops), (4, 8, 4));
+        assert_eq!(r.recomputed_ops, 1);
+        // l [0,4] 4 B (result); one [1,3] 16 B; r [2,3] 16 B; g [3,4] 16 B (result)
+        // live: 4, 20, 36, 52, 20 -> peak 52; temp: 0, 16, 32, 32, 0 -> 32
+        assert_eq!(r.peak_bytes, 52);
+        assert_eq!(r.temp_peak_bytes, 32);
+        assert_eq!(r.total_bytes, 4 + 3 * 16);
+    }
+
+    /// conv: 2·N·F·C·KH·KW·OH·OW; batched matmul with transpose_a: 2·B·M·N·K;
+    /// ck.arena_bytes is reported when memplan set it.
+    #[test]
+    fn conv_and_matmul_flops_and_arena() {
+        let r = report(
+            r#"module {
+  func.func @c(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %a: tensor<2x3x5xf32>, %b: tensor<2x3x4xf32>) -> (tensor<1x4x8x8xf32>, tensor<2x5x4xf32>) attributes {ck.arena_bytes = 4096 : i64} {
+    %y = "ck.conv2d"(%x, %w) {padding = [1, 1], stride = [1, 1]} : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x8x8xf32>
+    %m = "ck.matmul"(%a, %b) {transpose_a = true} : (tensor<2x3x5xf32>, tensor<2x3x4xf32>) -> tensor<2x5x4xf32>
+    "ck.return"(%y, %m) : (tensor<1x4x8x8xf32>, tensor<2x5x4xf32>) -> ()
+  }
+}"#,
+        );
+        // y is the loss-side (first) result: forward; m backward.
+        assert_eq!(r.forward_flops, 2 * 4 * 3 * 3 * 3 * 8 * 8);
+        assert_eq!(r.backward_flops, 2 * 2 * 5 * 4 * 3);
+        assert_eq!(r.arena_bytes, Some(4096));
+        assert_eq!(r.total_bytes, 4 * 256 + 4 * 40);
+        assert_eq!(r.peak_bytes, 4 * 256 + 4 * 40);
+        assert_eq!(r.temp_peak_bytes, 0);
+    }
+
+    /// The JSON object has exactly the SPEC §4 keys, arena null before memplan.
+    #[test]
+    fn json_keys_are_the_spec_ones() {
+        let r = report(
+            r#"module {
+  func.func @k(%x: tensor<2xf32>) -> tensor<2xf32> {
+    %y = "ck.relu"(%x) : (tensor<2xf32>) -> tensor<2xf32>
+    "ck.return"(%y) : (tensor<2xf32>) -> ()
+  }
+}"#,
+        );
+        let v = serde_json::to_value(&r).expect("serializes");
+        let obj = v.as_object().expect("an object");
+        let mut keys: Vec<&str> = obj.keys().map(String::as_str).collect();
+        keys.sort_unstable();
+        assert_eq!(
+            keys,
+            vec![
+                "arena_bytes", "backward_flops", "forward_flops", "function", "inplace_ops", "ops", "peak_bytes",
+                "recompute_flops", "recomputed_ops", "temp_peak_bytes", "total_bytes"
+            ]
+        );
+        assert!(obj["arena_bytes"].is_null());
+    }
+}
