@@ -238,23 +238,28 @@ pub struct PassManager {
     pub entries: Vec<PipelineEntry>,
     pub verify_each: bool,
     pub stats: Statistics,
+    /// Wall time of each pipeline entry (same order), summed over runs.
     pub timings: Vec<(String, Duration)>,
 }
 
 impl PassManager {
     pub fn new(entries: Vec<PipelineEntry>) -> Self {
-        PassManager { entries, verify_each: true, stats: Statistics::default(), timings: Vec::new() }
+        let timings = entries.iter().map(|e| (e.info.name.to_string(), Duration::ZERO)).collect();
+        PassManager { entries, verify_each: true, stats: Statistics::default(), timings }
     }
     pub fn parse(text: &str) -> Result<Self, String> {
         Ok(Self::new(parse_pipeline(text)?))
     }
     /// Runs every pass; `after` is called with (pass name, module) after each.
     pub fn run_with(&mut self, module: &mut Module, mut after: impl FnMut(&str, &Module)) -> Result<(), Diags> {
-        for e in &self.entries {
+        for (i, e) in self.entries.iter().enumerate() {
             self.stats.set_pass(e.info.name);
             let t = Instant::now();
-            e.pass.run(module, &mut self.stats)?;
-            self.timings.push((e.info.name.to_string(), t.elapsed()));
+            let result = e.pass.run(module, &mut self.stats);
+            if let Some(slot) = self.timings.get_mut(i) {
+                slot.1 += t.elapsed();
+            }
+            result?;
             if self.verify_each {
                 if let Err(ds) = verify_module(module) {
                     let mut out = Diags::new();

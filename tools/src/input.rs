@@ -5,8 +5,9 @@
 //! `ToolError` whose `render()` is what the tool prints on stderr
 //! (`FILE:LINE:COL: error: MSG` + source line + caret when located).
 
-use ckopt_ir::{Diag, Diags, Module};
+use ckopt_ir::{Diag, Diags, Loc, Module};
 use std::io::Read;
+use std::sync::Arc;
 
 /// A tool failure: located diagnostics with their source text, or a plain message.
 #[derive(Debug)]
@@ -49,6 +50,43 @@ pub fn display_name(path: &str) -> &str {
     if path == "-" { "<stdin>" } else { path }
 }
 
+/// An input file as text: its display name (`<stdin>` for `-`) and contents.
+#[derive(Clone, Debug)]
+pub struct Source {
+    pub name: Arc<str>,
+    pub text: String,
+}
+
+/// Reads `path` (`-` = stdin) as UTF-8 text; invalid UTF-8 is a diagnostic
+/// at the line and column of the first bad byte (rendered with the valid
+/// prefix as source), never a lossy decode.
+pub fn read_source(path: &str) -> Result<Source, ToolError> {
+    let bytes = read_bytes(path)?;
+    let name: Arc<str> = Arc::from(display_name(path));
+    let text = decode_utf8(bytes, &name)?;
+    Ok(Source { name, text })
+}
+
+/// Decodes UTF-8, locating the first invalid byte (1-based line, byte column).
+pub fn decode_utf8(bytes: Vec<u8>, name: &Arc<str>) -> Result<String, ToolError> {
+    match String::from_utf8(bytes) {
+        Ok(s) => Ok(s),
+        Err(e) => {
+            let bytes = e.as_bytes();
+            let bad = e.utf8_error().valid_up_to();
+            let good = &bytes[..bad];
+            let line = good.iter().filter(|&&b| b == b'\n').count() + 1;
+            let line_start = good.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+            let col = bad - line_start + 1;
+            let d = Diag::error(
+                Loc::new(name.clone(), u32::try_from(line).unwrap_or(u32::MAX), u32::try_from(col).unwrap_or(u32::MAX)),
+                format!("invalid UTF-8 (byte 0x{:02X})", bytes[bad]),
+            );
+            Err(ToolError::diag(d, Some(&String::from_utf8_lossy(good))))
+        }
+    }
+}
+
 /// A parsed and verified module with the text it came from.
 #[derive(Debug)]
 pub struct Loaded {
@@ -78,5 +116,20 @@ pub fn write_text(path: &str, text: &str) -> Result<(), ToolError> {
             .map_err(|e| ToolError::msg(format!("cannot write to stdout: {e}")))
     } else {
         std::fs::write(path, text).map_err(|e| ToolError::msg(format!("cannot write '{path}': {e}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The first bad byte is located by line and column; the message names it.
+    #[test]
+    fn invalid_utf8_is_located() {
+        let name: Arc<str> = Arc::from("f.ck");
+        let err = decode_utf8(b"module {\n  ab\xFFc\n".to_vec(), &name).unwrap_err();
+        let r = err.render("t");
+        assert!(r.starts_with("f.ck:2:5: error: invalid UTF-8 (byte 0xFF)\n  ab\n    ^\n"), "{r}");
+        assert_eq!(decode_utf8(b"ok".to_vec(), &name).ok().as_deref(), Some("ok"));
     }
 }

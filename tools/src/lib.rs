@@ -4,6 +4,11 @@
 //!   (located diagnostics rendered against their source).
 //! - `tensor_json`: the tensor JSON of SPEC §2 (`--inputs`, `--outputs`)
 //!   and a readable text form.
+//! - `opt`: the `ckopt-opt` driver (split, parse, verify, pipeline, print,
+//!   `--verify-diagnostics`, reports), kept out of the binary to be testable.
+//!
+//! Only this crate uses `anyhow`; the libraries return `Diag`s.
 
 pub mod input;
+pub mod opt;
 pub mod tensor_json;

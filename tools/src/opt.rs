@@ -1,0 +1,150 @@
+//! The `ckopt-opt` driver: what mlir-opt does, for ck IR.
+//!
+//! For each case of the input (the whole file, or each `// -----` chunk with
+//! `--split-input-file`): parse (locations are those of the whole file),
+//! verify, run the pass pipeline (verifying after each pass unless
+//! `verify_each` is off; errors say "after pass X"), then print the module.
+//! Printed cases are joined by `// -----` lines, as mlir-opt does.
+//!
+//! With `verify_diagnostics`, the diagnostics a case produces are matched
+//! against its `// expected-error@+N {{...}}` comments (`ckopt_ir::expect`)
+//! instead of being printed; a case succeeds when they match exactly. A case
+//! that fails does not stop the next ones; the run fails if any case failed.
+//!
+//! Invariants: never panics on any input; every failure yields rendered
+//! diagnostics in `stderr` and `success == false`. Complexity: linear in the
+//! input plus the passes' own cost.
+
+use crate::input::Source;
+use ckopt_ir::{Diags, Module, print_module, verify_module};
+use ckopt_passes::analysis::{MemoryReport, module_report};
+use ckopt_passes::manager::{PassManager, parse_pipeline};
+
+/// What to do (the flags of `ckopt-opt` that concern processing).
+#[derive(Clone, Debug)]
+pub struct OptConfig {
+    /// `--pass-pipeline` text; empty runs no pass.
+    pub pipeline: String,
+    pub split_input_file: bool,
+    pub verify_diagnostics: bool,
+    pub verify_each: bool,
+    pub print_ir_after_all: bool,
+    pub pass_statistics: bool,
+    pub timing: bool,
+    /// Compute the memory report of every function after the pipeline.
+    pub memory_report: bool,
+}
+
+impl Default for OptConfig {
+    fn default() -> Self {
+        OptConfig {
+            pipeline: String::new(),
+            split_input_file: false,
+            verify_diagnostics: false,
+            verify_each: true,
+            print_ir_after_all: false,
+            pass_statistics: false,
+            timing: false,
+            memory_report: false,
+        }
+    }
+}
+
+/// What a run produced.
+#[derive(Clone, Debug, Default)]
+pub struct OptOutput {
+    /// The printed IR (for `-o` or stdout).
+    pub output: String,
+    /// Diagnostics, IR dumps, statistics and timing, in order.
+    pub stderr: String,
+    /// One report per function of every successfully processed case.
+    pub reports: Vec<MemoryReport>,
+    pub success: bool,
+}
+
+/// The line that separates cases in input and output.
+pub const SPLIT_MARKER: &str = "// -----";
+
+/// Header of an `--print-ir-after-all` dump, as MLIR prints it.
+pub fn dump_header(pass: &str) -> String {
+    format!("// -----// IR Dump After {pass} //----- //\n")
+}
+
+/// Runs the driver over `src`. `Err` is a pipeline error (unknown pass or
+/// option, bad option value): a message that lists the valid names.
+pub fn run_opt(cfg: &OptConfig, src: &Source) -> Result<OptOutput, String> {
+    // Validate the pipeline before reading any case, as mlir-opt does.
+    let mut pm = PassManager::new(parse_pipeline(&cfg.pipeline)?);
+    pm.verify_each = cfg.verify_each;
+    let chunks: Vec<(String, u32)> = if cfg.split_input_file {
+        ckopt_ir::split::split_input_file(&src.text)
+    } else {
+        vec![(src.text.clone(), 1)]
+    };
+    let mut out = OptOutput { success: true, ..OptOutput::default() };
+    for (i, (chunk, first_line)) in chunks.iter().enumerate() {
+        if i > 0 {
+            out.output.push_str(SPLIT_MARKER);
+            out.output.push('\n');
+        }
+        let mut dumps = String::new();
+        let result = process_case(&mut pm, cfg, src, chunk, *first_line, &mut dumps);
+        out.stderr.push_str(&dumps);
+        let diags = match result {
+            Ok(module) => {
+                out.output.push_str(&print_module(&module));
+                if cfg.memory_report {
+                    out.reports.extend(module_report(&module));
+                }
+                Diags::new()
+            }
+            Err(d) => d,
+        };
+        if cfg.verify_diagnostics {
+            let mismatch = ckopt_ir::expect::check_diagnostics(chunk, &src.name, *first_line, &diags.0);
+            if !mismatch.is_empty() {
+                out.stderr.push_str(&mismatch.render(Some(&src.text)));
+                out.success = false;
+            }
+        } else if !diags.is_empty() {
+            out.stderr.push_str(&diags.render(Some(&src.text)));
+            out.success = false;
+        }
+    }
+    if cfg.pass_statistics {
+        out.stderr.push_str(&pm.stats.render());
+    }
+    if cfg.timing {
+        out.stderr.push_str(&pm.render_timing());
+    }
+    Ok(out)
+}
+
+/// Parses, verifies and transforms one case.
+fn process_case(
+    pm: &mut PassManager,
+    cfg: &OptConfig,
+    src: &Source,
+    chunk: &str,
+    first_line: u32,
+    dumps: &mut String,
+) -> Result<Module, Diags> {
+    let mut module = ckopt_ir::parse_module_at(chunk, &src.name, first_line)?;
+    verify_module(&module)?;
+    let print_after = cfg.print_ir_after_all;
+    pm.run_with(&mut module, |pass, m| {
+        if print_after {
+            dumps.push_str(&dump_header(pass));
+            dumps.push_str(&print_module(m));
+            dumps.push('\n');
+        }
+    })?;
+    Ok(module)
+}
+
+/// The memory reports as a JSON array (SPEC §4 keys), pretty-printed.
+pub fn reports_json(reports: &[MemoryReport]) -> String {
+    let mut s = serde_json::to_string_pretty(reports).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
+    s.push('\n');
+    s
+}
