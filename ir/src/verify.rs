@@ -5,16 +5,53 @@
 //! earlier op) and every value defined once; the op table's arity, attribute
 //! and type rules (`ops::infer_type`) against the declared result type; the
 //! body ends with exactly one `ck.return` whose operand types match the
-//! function's result types; sizes fit in u64.
+//! function's result types; sizes fit in u64; argument attributes
+//! (`ck.param` is unit; other undotted or `ck.*` names are unknown) and
+//! function attributes (`ck.arena_bytes` is a non-negative i64; other
+//! undotted or `ck.*` names are unknown). Dotted names of other dialects
+//! are left alone, as MLIR's discardable attributes.
 
-use crate::diag::{Diag, Diags};
+use crate::attr::{Attr, Attrs};
+use crate::diag::{Diag, Diags, Loc};
 use crate::func::{Func, Module};
-use crate::ops::{OpKind, infer_type};
+use crate::ops::{ATTR_ARENA_BYTES, ATTR_PARAM, OpKind, infer_type};
 use crate::types::TensorType;
 use std::collections::HashSet;
 
+/// Checks a dictionary of function (`what` = "function") or argument
+/// attributes: the known `ck.*` names with their kinds, no unknown `ck.*` or
+/// undotted names. Returns the first problem.
+fn check_func_attrs(attrs: &Attrs, known: &[(&str, &str)], what: &str) -> Result<(), String> {
+    for (k, a) in attrs {
+        match known.iter().find(|(n, _)| n == k) {
+            Some((_, "unit")) if !matches!(a, Attr::Unit) => {
+                return Err(format!("{what} attribute '{k}' must be unit, got {}", a.kind_name()));
+            }
+            Some((_, "bytes")) if !matches!(a, Attr::Int(v) if *v >= 0) => {
+                return Err(format!("{what} attribute '{k}' must be a non-negative i64 byte count"));
+            }
+            Some(_) => {}
+            None if !k.contains('.') || k.starts_with("ck.") => {
+                let names: Vec<&str> = known.iter().map(|(n, _)| *n).collect();
+                return Err(format!("unknown {what} attribute '{k}' (known: {})", names.join(", ")));
+            }
+            None => {}
+        }
+    }
+    Ok(())
+}
+
 pub fn verify_func(f: &Func, diags: &mut Diags) {
     let mut defined = vec![false; f.values.len()];
+    let at = |loc: &Loc, m: String| Diag::error(loc.clone(), m);
+    if let Err(m) = check_func_attrs(&f.attrs, &[(ATTR_ARENA_BYTES, "bytes")], "function") {
+        diags.push(at(&f.loc, format!("@{}: {m}", f.name)));
+    }
+    for (i, p) in f.params.iter().enumerate() {
+        if let Err(m) = check_func_attrs(&p.attrs, &[(ATTR_PARAM, "unit")], "argument") {
+            diags.push(at(&f.loc, format!("@{} argument #{i}: {m}", f.name)));
+        }
+    }
     for p in &f.params {
         if p.value.index() >= f.values.len() || defined[p.value.index()] {
             diags.push(Diag::error(f.loc.clone(), format!("argument of @{} is defined twice", f.name)));

@@ -881,6 +881,38 @@ func.func @f(%x: tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>) {
 
 // -----
 
+/// ck.param is a unit argument attribute.
+// expected-error@+1 {{@f argument #0: argument attribute 'ck.param' must be unit, got bool}}
+func.func @f(%x: tensor<2xf32> {ck.param = true}) {
+  "ck.return"() : () -> ()
+}
+
+// -----
+
+/// Unknown ck.* argument attributes are rejected.
+// expected-error@+1 {{@f argument #0: unknown argument attribute 'ck.parm' (known: ck.param)}}
+func.func @f(%x: tensor<2xf32> {ck.parm}) {
+  "ck.return"() : () -> ()
+}
+
+// -----
+
+/// ck.arena_bytes is a non-negative byte count.
+// expected-error@+1 {{@f: function attribute 'ck.arena_bytes' must be a non-negative i64 byte count}}
+func.func @f() attributes {ck.arena_bytes = -1 : i64} {
+  "ck.return"() : () -> ()
+}
+
+// -----
+
+/// Unknown undotted function attributes are rejected.
+// expected-error@+1 {{@f: unknown function attribute 'arena' (known: ck.arena_bytes)}}
+func.func @f() attributes {arena = 1 : i64} {
+  "ck.return"() : () -> ()
+}
+
+// -----
+
 /// Function names are unique.
 func.func @f() {
   "ck.return"() : () -> ()

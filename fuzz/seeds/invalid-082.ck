@@ -1,0 +1,6 @@
+/// conv2d: stride >= 1.
+func.func @f(%x: tensor<2xf32>, %i: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<2xf32> {
+  // expected-error@+1 {{attribute 'stride' elements must be >= 1, got [0, 1]}}
+  %y = "ck.conv2d"(%i, %w) {stride = [0, 1]} : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x6x6xf32>
+  "ck.return"(%x) : (tensor<2xf32>) -> ()
+}
