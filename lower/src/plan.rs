@@ -1,0 +1,186 @@
+//! Where every value of a planned function lives: the arena layout that the
+//! lowered code and the runtimes share.
+//!
+//! Input: a verified `Func` that memplan has planned, i.e. the function has
+//! `ck.arena_bytes` and every op result has `ck.offset` (in-place results share
+//! their operand's offset). Output: a `Layout` giving, for every value, a
+//! `Place` (the arena at a byte offset, or one of the argument buffers), the
+//! argument types, and where each result must be read after the step.
+//!
+//! Checks (each a located error that names the function or the op): the
+//! function is planned; every value is f32 (the only element type the kernels
+//! implement); every op result fits inside the arena and is 4-byte aligned.
+//! Complexity: O(ops + values).
+
+use ckopt_ir::ops::{ATTR_ARENA_BYTES, ATTR_OFFSET};
+use ckopt_ir::{DType, Diag, Func, OpKind, TensorType, ValueId};
+
+/// The buffer a value lives in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Buf {
+    /// The one arena of `ck.arena_bytes`.
+    Arena,
+    /// The buffer of function argument `i` (allocated by the caller, read-only).
+    Input(usize),
+}
+
+/// A value's storage: a buffer and a byte offset in it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Place {
+    pub buf: Buf,
+    pub offset: u64,
+}
+
+/// The memory layout of one planned function.
+#[derive(Clone, Debug)]
+pub struct Layout {
+    pub func: String,
+    pub arena_bytes: u64,
+    /// Argument types, in order.
+    pub inputs: Vec<TensorType>,
+    /// Result types and where to read them after the step, in order.
+    pub outputs: Vec<(TensorType, Place)>,
+    /// Storage of each value (indexed by `ValueId`); `None` for unused ids.
+    pub place: Vec<Option<Place>>,
+}
+
+impl Layout {
+    pub fn place_of(&self, v: ValueId) -> Option<Place> {
+        self.place.get(v.index()).copied().flatten()
+    }
+}
+
+/// Whether the function carries memplan's attributes (`ck.arena_bytes` and a
+/// `ck.offset` on every op result).
+pub fn is_planned(f: &Func) -> bool {
+    f.attrs.get(ATTR_ARENA_BYTES).and_then(|a| a.as_int()).is_some()
+        && f.body.iter().all(|op| op.result.is_none() || op.int_attr(ATTR_OFFSET).is_some())
+}
+
+fn unplanned(f: &Func, what: &str) -> String {
+    format!(
+        "function @{} is not planned by memplan ({what}); run the memplan pass first, e.g. \
+         `ckopt-opt --pass-pipeline='memplan'`",
+        f.name
+    )
+}
+
+fn check_f32(ty: &TensorType, what: impl FnOnce() -> String) -> Result<(), String> {
+    if ty.dtype == DType::F32 {
+        Ok(())
+    } else {
+        Err(format!("{}: element type {} is not supported by the lowering (f32 only)", what(), ty.dtype.name()))
+    }
+}
+
+/// Computes the layout of a planned function, or a located error.
+pub fn layout(f: &Func) -> Result<Layout, Diag> {
+    let arena = f
+        .attrs
+        .get(ATTR_ARENA_BYTES)
+        .and_then(|a| a.as_int())
+        .ok_or_else(|| Diag::error(f.loc.clone(), unplanned(f, "it has no ck.arena_bytes")))?;
+    let arena_bytes = u64::try_from(arena)
+        .map_err(|_| Diag::error(f.loc.clone(), format!("function @{}: negative ck.arena_bytes {arena}", f.name)))?;
+    let mut place: Vec<Option<Place>> = vec![None; f.values.len()];
+    for op in &f.body {
+        let opname = op.kind.full_name();
+        for &o in &op.operands {
+            check_f32(f.ty(o), || format!("'{opname}' op operand %{}", f.name_of(o))).map_err(|m| Diag::error(op.loc.clone(), m))?;
+        }
+        let Some(r) = op.result else { continue };
+        let ty = f.ty(r);
+        check_f32(ty, || format!("'{opname}' op result")).map_err(|m| Diag::error(op.loc.clone(), m))?;
+        let off = op.int_attr(ATTR_OFFSET).ok_or_else(|| {
+            Diag::error(op.loc.clone(), format!("'{opname}' op has no ck.offset: {}", unplanned(f, "a result without ck.offset")))
+        })?;
+        let off = u64::try_from(off)
+            .map_err(|_| Diag::error(op.loc.clone(), format!("'{opname}' op has a negative ck.offset {off}")))?;
+        let end = off.checked_add(ty.bytes());
+        if end.is_none_or(|e| e > arena_bytes) {
+            return Err(Diag::error(
+                op.loc.clone(),
+                format!(
+                    "'{opname}' op result ({} bytes at ck.offset {off}) does not fit in the arena of @{} ({arena_bytes} bytes)",
+                    ty.bytes(),
+                    f.name
+                ),
+            ));
+        }
+        if off % 4 != 0 {
+            return Err(Diag::error(op.loc.clone(), format!("'{opname}' op: ck.offset {off} is not 4-byte aligned")));
+        }
+        place[r.index()] = Some(Place { buf: Buf::Arena, offset: off });
+    }
+    let mut inputs = Vec::with_capacity(f.params.len());
+    for (i, p) in f.params.iter().enumerate() {
+        let ty = f.ty(p.value);
+        check_f32(ty, || format!("argument {i} (%{}) of @{}", f.name_of(p.value), f.name))
+            .map_err(|m| Diag::error(f.loc.clone(), m))?;
+        inputs.push(ty.clone());
+        place[p.value.index()] = Some(Place { buf: Buf::Input(i), offset: 0 });
+    }
+    let ret = f
+        .return_op()
+        .ok_or_else(|| Diag::error(f.loc.clone(), format!("function @{} does not end with ck.return", f.name)))?;
+    let mut outputs = Vec::with_capacity(ret.operands.len());
+    for &v in &ret.operands {
+        let p = place[v.index()]
+            .ok_or_else(|| Diag::error(ret.loc.clone(), format!("'ck.return' returns %{} which is never defined", f.name_of(v))))?;
+        outputs.push((f.ty(v).clone(), p));
+    }
+    debug_assert!(f.body.iter().all(|o| o.kind != OpKind::Return || o.result.is_none()));
+    Ok(Layout { func: f.name.clone(), arena_bytes, inputs, outputs, place })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ckopt_ir::{Attr, Attrs, Loc};
+
+    fn planned_add() -> Func {
+        let mut f = Func::new("f", Loc::unknown());
+        let x = f.add_param("x", TensorType::f32(vec![4]), false);
+        let y = f.push(OpKind::Add, &[x, x], Attrs::new(), None, "y", Loc::unknown()).unwrap();
+        f.push_return(&[y, x], Loc::unknown());
+        f.body[0].attrs.insert(ATTR_OFFSET.into(), Attr::Int(16));
+        f.attrs.insert(ATTR_ARENA_BYTES.into(), Attr::Int(32));
+        f
+    }
+
+    #[test]
+    fn layout_places_results_in_arena_and_arguments_in_inputs() {
+        let f = planned_add();
+        let l = layout(&f).unwrap();
+        assert_eq!(l.arena_bytes, 32);
+        assert_eq!(l.outputs[0].1, Place { buf: Buf::Arena, offset: 16 });
+        assert_eq!(l.outputs[1].1, Place { buf: Buf::Input(0), offset: 0 });
+    }
+
+    #[test]
+    fn unplanned_function_and_overflowing_offset_are_errors_naming_them() {
+        let mut f = planned_add();
+        f.attrs.clear();
+        let e = layout(&f).unwrap_err();
+        assert!(e.message.contains("@f is not planned by memplan"), "{}", e.message);
+        let mut f = planned_add();
+        f.body[0].attrs.insert(ATTR_OFFSET.into(), Attr::Int(24));
+        let e = layout(&f).unwrap_err();
+        assert!(e.message.contains("'ck.add' op result") && e.message.contains("does not fit"), "{}", e.message);
+        let mut f = planned_add();
+        f.body[0].attrs.remove(ATTR_OFFSET);
+        assert!(layout(&f).unwrap_err().message.contains("'ck.add' op has no ck.offset"));
+    }
+
+    #[test]
+    fn f16_is_rejected_naming_the_op() {
+        let mut f = Func::new("h", Loc::unknown());
+        let x = f.add_param("x", TensorType::new(vec![2], DType::F16), false);
+        let y = f.push(OpKind::Neg, &[x], Attrs::new(), None, "y", Loc::unknown()).unwrap();
+        f.push_return(&[y], Loc::unknown());
+        f.attrs.insert(ATTR_ARENA_BYTES.into(), Attr::Int(8));
+        f.body[0].attrs.insert(ATTR_OFFSET.into(), Attr::Int(0));
+        let e = layout(&f).unwrap_err();
+        assert!(e.message.contains("f16 is not supported"), "{}", e.message);
+    }
+}
