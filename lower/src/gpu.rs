@@ -1,7 +1,339 @@
-//! NVPTX backend (placeholder, filled next).
-pub struct PtxOptions;
-pub struct PtxProgram;
-pub struct Kernel;
-pub struct Arg;
-pub fn compile_ptx() {}
-pub fn gpu_mlir() {}
+//! The NVPTX backend: one `gpu.func` kernel per ck op (one thread per result
+//! element, the same per-element code as the CPU backend), compiled by MLIR's
+//! NVVM pipeline into one PTX module, plus the launch table the runtime
+//! follows.
+//!
+//! Emitted form (`gpu_mlir`): `module attributes {gpu.container_module}`
+//! holding `gpu.module @ck_kernels` with kernels named `SYM_kJ_OP` (J = the
+//! op's index in the body). Kernel parameters are flat `memref<Nxf32>`
+//! (bare pointers in PTX: `use-bare-ptr-memref-call-conv`): the distinct
+//! operands first, the result last. Each kernel guards `i < N`.
+//!
+//! Launch table: for every op with a non-empty result, in schedule order:
+//! kernel name, grid `[ceil(N/block), 1, 1]`, block `[block, 1, 1]`, and for
+//! each parameter the buffer (arena or argument i) and byte offset to pass.
+//! The runtime launches them in order on one stream, which is exactly the
+//! schedule, so memplan's reuse of arena bytes is safe.
+//!
+//! Errors: an op whose result overlaps an operand it reads at other
+//! positions cannot run as one element-parallel kernel (named error); math
+//! functions (exp, log, tanh, sigmoid, sqrt, rsqrt) need libdevice
+//! (`PtxOptions::libdevice`, else `$CKOPT_LIBDEVICE`), else a named error.
+
+use crate::cpu::{mlir_loc, needs_temp, symbol_name};
+use crate::emit::{self, Em, Mem};
+use crate::mlir::Mlir;
+use crate::plan::{Buf, Layout, layout};
+use ckopt_ir::{Diag, Func, OpKind};
+use melior::ir::attribute::{ArrayAttribute, Attribute, AttributeLike};
+use melior::ir::operation::OperationLike;
+use melior::ir::BlockLike;
+use serde_json::{Value as Json, json};
+use std::fmt::Write;
+use std::path::PathBuf;
+
+/// Options of the NVPTX backend.
+#[derive(Clone, Debug)]
+pub struct PtxOptions {
+    /// Target compute capability (`90` = sm_90).
+    pub sm: u32,
+    /// libdevice.10.bc; `None` = `$CKOPT_LIBDEVICE`.
+    pub libdevice: Option<PathBuf>,
+    /// Threads per block (1-D).
+    pub block: u32,
+}
+
+impl Default for PtxOptions {
+    fn default() -> Self {
+        PtxOptions { sm: 90, libdevice: None, block: 256 }
+    }
+}
+
+/// One kernel parameter: a pointer into a buffer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Arg {
+    pub buf: Buf,
+    pub offset: u64,
+    pub bytes: u64,
+}
+
+/// One launch of the table.
+#[derive(Clone, Debug)]
+pub struct Kernel {
+    pub name: String,
+    /// `ck.OP` and its source location, for errors.
+    pub op: String,
+    pub loc: String,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub args: Vec<Arg>,
+}
+
+/// Compiled PTX with its launch table and layout.
+#[derive(Clone, Debug)]
+pub struct PtxProgram {
+    pub ptx: String,
+    pub kernels: Vec<Kernel>,
+    pub layout: Layout,
+    pub sm: u32,
+}
+
+fn uses_math(k: OpKind) -> bool {
+    use OpKind::*;
+    matches!(k, Exp | Log | Tanh | Sigmoid | Sqrt | Rsqrt)
+}
+
+/// The kernels of `f` in the gpu dialect, and their launch table.
+pub fn gpu_mlir(f: &Func, opts: &PtxOptions) -> Result<(String, Vec<Kernel>), Diag> {
+    let l = layout(f)?;
+    gpu_mlir_with(f, &l, opts)
+}
+
+fn gpu_mlir_with(f: &Func, l: &Layout, opts: &PtxOptions) -> Result<(String, Vec<Kernel>), Diag> {
+    let sym = symbol_name(&f.name);
+    let block = opts.block.max(1);
+    let mut s = String::new();
+    let mut kernels = Vec::new();
+    let _ = writeln!(s, "// ckopt: @{} for the cuda backend: one kernel per op, arena of {} bytes", f.name, l.arena_bytes);
+    let _ = writeln!(s, "module attributes {{gpu.container_module}} {{");
+    let _ = writeln!(s, "  gpu.module @ck_kernels {{");
+    for (j, op) in f.body.iter().enumerate() {
+        let Some(r) = op.result else { continue };
+        let ty = f.ty(r);
+        let n = ty.elems();
+        if n == 0 {
+            continue;
+        }
+        if needs_temp(f, l, op) {
+            return Err(Diag::error(
+                op.loc.clone(),
+                format!(
+                    "'{}' op writes its result over an operand it reads at other positions; \
+                     the cuda backend runs each op as one element-parallel kernel and cannot do that",
+                    op.kind.full_name()
+                ),
+            ));
+        }
+        let name = format!("{sym}_k{j}_{}", op.kind.name());
+        // Distinct operands in order, then the result.
+        let mut vals: Vec<ckopt_ir::ValueId> = Vec::new();
+        for &o in &op.operands {
+            if !vals.contains(&o) {
+                vals.push(o);
+            }
+        }
+        let mut params = Vec::new();
+        let mut args = Vec::new();
+        let mut ins = Vec::new();
+        for (k, &v) in vals.iter().enumerate() {
+            let p = l.place_of(v).ok_or_else(|| {
+                Diag::error(op.loc.clone(), format!("'{}' op reads %{} which has no storage", op.kind.full_name(), f.name_of(v)))
+            })?;
+            let m = Mem { name: format!("%p{k}"), n: f.ty(v).elems() };
+            params.push(format!("{}: {}", m.name, m.ty()));
+            args.push(Arg { buf: p.buf, offset: p.offset, bytes: f.ty(v).bytes() });
+            ins.push((v, m));
+        }
+        let y = Mem { name: "%y".into(), n };
+        params.push(format!("%y: {}", y.ty()));
+        let rp = l.place_of(r).ok_or_else(|| Diag::error(op.loc.clone(), "result has no storage"))?;
+        args.push(Arg { buf: rp.buf, offset: rp.offset, bytes: ty.bytes() });
+        let operand_mems: Vec<Mem> = op
+            .operands
+            .iter()
+            .map(|o| ins.iter().find(|(v, _)| v == o).map(|(_, m)| m.clone()).unwrap_or(Mem { name: String::new(), n: 0 }))
+            .collect();
+        let mut em = Em::new("e", 4);
+        let v = emit::element(&mut em, f, op, &operand_mems, "%i")?;
+        let _ = writeln!(s, "    // {}", emit::describe(f, op));
+        let _ = writeln!(s, "    gpu.func @{name}({}) kernel {{", params.join(", "));
+        let _ = writeln!(s, "      %bid = gpu.block_id x");
+        let _ = writeln!(s, "      %bdim = gpu.block_dim x");
+        let _ = writeln!(s, "      %tid = gpu.thread_id x");
+        let _ = writeln!(s, "      %base = arith.muli %bid, %bdim : index");
+        let _ = writeln!(s, "      %i = arith.addi %base, %tid : index");
+        let _ = writeln!(s, "      %n = arith.constant {n} : index");
+        let _ = writeln!(s, "      %inb = arith.cmpi ult, %i, %n : index");
+        let _ = writeln!(s, "      scf.if %inb {{");
+        s.push_str(&em.out);
+        let _ = writeln!(s, "        memref.store {v}, %y[%i] : {}", y.ty());
+        let _ = writeln!(s, "      }}");
+        let _ = writeln!(s, "      gpu.return");
+        let _ = writeln!(s, "    }} {}", mlir_loc(op));
+        let grid = n.div_ceil(block as u64);
+        let grid = u32::try_from(grid).map_err(|_| {
+            Diag::error(op.loc.clone(), format!("'{}' op: {n} elements need more than 2^32 blocks", op.kind.full_name()))
+        })?;
+        kernels.push(Kernel {
+            name,
+            op: op.kind.full_name(),
+            loc: op.loc.to_string(),
+            grid: [grid, 1, 1],
+            block: [block, 1, 1],
+            args,
+        });
+    }
+    let _ = writeln!(s, "  }}");
+    let _ = writeln!(s, "}}");
+    Ok((s, kernels))
+}
+
+fn resolve_libdevice(opts: &PtxOptions) -> Option<PathBuf> {
+    opts.libdevice
+        .clone()
+        .or_else(|| std::env::var_os("CKOPT_LIBDEVICE").map(PathBuf::from))
+        .filter(|p| p.is_file())
+}
+
+/// The NVVM pipeline string for `opts` (libdevice linked when given).
+pub fn nvvm_pipeline(sm: u32, libdevice: Option<&std::path::Path>) -> String {
+    let ptx = if sm >= 100 { "+ptx86" } else { "+ptx80" };
+    let link = libdevice.map(|p| format!(" l={}", p.display())).unwrap_or_default();
+    format!(
+        "builtin.module(nvvm-attach-target{{chip=sm_{sm} features={ptx} O=3{link}}},\
+gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm{{use-bare-ptr-memref-call-conv=1}},canonicalize,cse,reconcile-unrealized-casts),\
+gpu-module-to-binary{{format=isa}})"
+    )
+}
+
+/// Compiles `f` to PTX for `opts.sm` with its launch table.
+pub fn compile_ptx(f: &Func, opts: &PtxOptions) -> Result<PtxProgram, Diag> {
+    let l = layout(f)?;
+    let (text, kernels) = gpu_mlir_with(f, &l, opts)?;
+    let libdevice = resolve_libdevice(opts);
+    if libdevice.is_none() {
+        if let Some(op) = f.body.iter().find(|o| uses_math(o.kind)) {
+            return Err(Diag::error(
+                op.loc.clone(),
+                format!(
+                    "'{}' op needs libdevice for the cuda backend: pass --libdevice=PATH or set CKOPT_LIBDEVICE to \
+                     libdevice.10.bc (from the PyPI wheel nvidia-cuda-nvcc-cu12: nvidia/cuda_nvcc/nvvm/libdevice/libdevice.10.bc)",
+                    op.kind.full_name()
+                ),
+            ));
+        }
+    }
+    let internal = |m: String| Diag::error(f.loc.clone(), format!("lowering @{} to PTX failed: {m}", f.name));
+    let ptx = if kernels.is_empty() {
+        // Nothing to launch: an empty, valid PTX module.
+        format!(".version 8.0\n.target sm_{}\n.address_size 64\n", opts.sm)
+    } else {
+        let m = Mlir::new();
+        let mut module = m.parse(&text).map_err(internal)?;
+        m.run(&mut module, &nvvm_pipeline(opts.sm, libdevice.as_deref())).map_err(internal)?;
+        extract_ptx(&module).map_err(internal)?
+    };
+    if ptx.contains(".extern .func __nv_") {
+        return Err(internal("the PTX still calls libdevice functions (libdevice was not linked)".into()));
+    }
+    Ok(PtxProgram { ptx, kernels, layout: l, sm: opts.sm })
+}
+
+fn extract_ptx(module: &melior::ir::Module) -> Result<String, String> {
+    let mut cur = module.body().first_operation();
+    while let Some(op) = cur {
+        if op.name().as_string_ref().as_str().ok() == Some("gpu.binary") {
+            let objs = op.attribute("objects").map_err(|e| format!("gpu.binary without objects: {e}"))?;
+            let objs = ArrayAttribute::try_from(objs).map_err(|e| format!("gpu.binary objects: {e}"))?;
+            let obj: Attribute = objs.element(0).map_err(|e| format!("gpu.binary has no object: {e}"))?;
+            // SAFETY: the attribute is checked to be a GPU object attribute
+            // before its string is read; the string is copied while the
+            // module (which owns it) is alive.
+            let ptx = unsafe {
+                if !mlir_sys::mlirAttributeIsAGPUObjectAttr(obj.to_raw()) {
+                    return Err("gpu.binary object is not a #gpu.object".into());
+                }
+                let s = mlir_sys::mlirGPUObjectAttrGetObject(obj.to_raw());
+                String::from_utf8_lossy(std::slice::from_raw_parts(s.data as *const u8, s.length)).into_owned()
+            };
+            return Ok(ptx);
+        }
+        cur = op.next_in_block();
+    }
+    Err("no gpu.binary in the lowered module".into())
+}
+
+fn buf_json(b: Buf) -> Json {
+    match b {
+        Buf::Arena => json!("arena"),
+        Buf::Input(i) => json!(format!("arg{i}")),
+    }
+}
+
+impl PtxProgram {
+    /// The launch table as JSON (function, sm, arena_bytes, inputs, outputs, kernels).
+    pub fn launch_table(&self) -> Json {
+        let l = &self.layout;
+        json!({
+            "function": l.func,
+            "sm": self.sm,
+            "arena_bytes": l.arena_bytes,
+            "inputs": l.inputs.iter().map(|t| json!({"shape": t.shape, "bytes": t.bytes()})).collect::<Vec<_>>(),
+            "outputs": l.outputs.iter().map(|(t, p)| json!({"shape": t.shape, "buffer": buf_json(p.buf), "offset": p.offset})).collect::<Vec<_>>(),
+            "kernels": self.kernels.iter().map(|k| json!({
+                "kernel": k.name,
+                "op": k.op,
+                "loc": k.loc,
+                "grid": k.grid,
+                "block": k.block,
+                "args": k.args.iter().map(|a| json!({"buffer": buf_json(a.buf), "offset": a.offset, "bytes": a.bytes})).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
+        })
+    }
+
+    /// PTX preceded by the launch table as `//` comment lines (one JSON object),
+    /// still a valid PTX file.
+    pub fn annotated(&self) -> String {
+        let mut s = String::from("// ckopt launch table (JSON):\n");
+        let table = serde_json::to_string_pretty(&self.launch_table()).unwrap_or_default();
+        for line in table.lines() {
+            s.push_str("// ");
+            s.push_str(line);
+            s.push('\n');
+        }
+        s.push_str(&self.ptx);
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ckopt_ir::ops::{ATTR_ARENA_BYTES, ATTR_OFFSET};
+    use ckopt_ir::{Attr, Attrs, Loc, TensorType};
+
+    fn planned(kind: OpKind) -> Func {
+        let mut f = Func::new("g", Loc::unknown());
+        let x = f.add_param("x", TensorType::f32(vec![4, 300]), false);
+        let ops = if kind.is_binary_elementwise() { vec![x, x] } else { vec![x] };
+        let y = f.push(kind, &ops, Attrs::new(), None, "y", Loc::unknown()).unwrap();
+        f.push_return(&[y], Loc::unknown());
+        f.body[0].attrs.insert(ATTR_OFFSET.into(), Attr::Int(64));
+        f.attrs.insert(ATTR_ARENA_BYTES.into(), Attr::Int(64 + 4 * 1200));
+        f
+    }
+
+    #[test]
+    fn add_kernel_has_an_entry_with_pointer_params_and_a_launch_table() {
+        let f = planned(OpKind::Add);
+        let p = compile_ptx(&f, &PtxOptions::default()).unwrap();
+        assert!(p.ptx.contains(".visible .entry g_k0_add("), "{}", p.ptx);
+        assert_eq!(p.ptx.matches(".param .u64").count(), 2, "x once (deduplicated) and y");
+        let k = &p.kernels[0];
+        assert_eq!((k.grid, k.block), ([5, 1, 1], [256, 1, 1]));
+        assert_eq!(k.args[0], Arg { buf: Buf::Input(0), offset: 0, bytes: 4800 });
+        assert_eq!(k.args[1], Arg { buf: Buf::Arena, offset: 64, bytes: 4800 });
+        assert!(p.annotated().starts_with("// ckopt launch table (JSON):"));
+    }
+
+    #[test]
+    fn math_without_libdevice_is_an_error_naming_the_op() {
+        let f = planned(OpKind::Exp);
+        let opts = PtxOptions { libdevice: Some(PathBuf::from("/nonexistent/libdevice.10.bc")), ..Default::default() };
+        // SAFETY of the test: only reads the environment variable.
+        if std::env::var_os("CKOPT_LIBDEVICE").is_none() {
+            let e = compile_ptx(&f, &opts).unwrap_err();
+            assert!(e.message.contains("'ck.exp' op needs libdevice"), "{}", e.message);
+        }
+    }
+}

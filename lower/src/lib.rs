@@ -19,6 +19,9 @@ pub mod gpu;
 pub mod mlir;
 pub mod plan;
 
+#[cfg(test)]
+mod tests;
+
 pub use cpu::{CpuProgram, compile_cpu, cpu_llvm_ir, cpu_mlir};
 pub use gpu::{Arg, Kernel, PtxOptions, PtxProgram, compile_ptx, gpu_mlir};
 pub use plan::{Buf, Layout, Place, is_planned, layout};
