@@ -1,1 +1,117 @@
-//! ckopt-runtime: arena, CPU and CUDA executors (skeleton until the lowering work).
+//! ckopt-runtime: runs a planned ck function on the `cpu` backend (the JIT
+//! of ckopt-lower, in one host arena of exactly `ck.arena_bytes`) or the
+//! `cuda` backend (PTX from ckopt-lower launched through cudarc, in one
+//! device arena of exactly `ck.arena_bytes`), and reports what it measured.
+//!
+//! The only crate that links cudarc (dynamic loading: it builds and runs
+//! without CUDA; a machine without a driver or GPU gets an error value, never
+//! a panic). Inputs and outputs are `ckopt_interp::Tensor`s so results
+//! compare directly with the interpreter.
+
+pub mod arena;
+pub mod cpu;
+pub mod cuda;
+pub mod report;
+
+pub use cpu::CpuExecutor;
+pub use cuda::{CudaExecutor, cuda_status};
+pub use report::Report;
+
+use ckopt_interp::Tensor;
+use ckopt_ir::{Diag, Func};
+
+/// A backend that runs lowered code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    Cpu,
+    Cuda,
+}
+
+impl Backend {
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Cpu => "cpu",
+            Backend::Cuda => "cuda",
+        }
+    }
+}
+
+/// A compiled function ready to run steps on one backend.
+pub enum Executor {
+    Cpu(CpuExecutor),
+    Cuda(Box<CudaExecutor>),
+}
+
+impl Executor {
+    /// Compiles a planned function for `backend` (`libdevice`: see
+    /// `ckopt_lower::PtxOptions`).
+    pub fn new(func: &Func, backend: Backend, ptx: &ckopt_lower::PtxOptions) -> Result<Executor, Diag> {
+        match backend {
+            Backend::Cpu => Ok(Executor::Cpu(CpuExecutor::new(func)?)),
+            Backend::Cuda => Ok(Executor::Cuda(Box::new(CudaExecutor::new(func, ptx)?))),
+        }
+    }
+    /// Runs one step; returns the results and updates the report.
+    pub fn step(&mut self, inputs: &[Tensor]) -> Result<Vec<Tensor>, Diag> {
+        match self {
+            Executor::Cpu(e) => e.step(inputs),
+            Executor::Cuda(e) => e.step(inputs),
+        }
+    }
+    /// What was measured so far (the last step's time, allocations, memory).
+    pub fn report(&self) -> Report {
+        match self {
+            Executor::Cpu(e) => e.report(),
+            Executor::Cuda(e) => e.report(),
+        }
+    }
+}
+
+/// Compiles and runs one step (the `ckopt-run --backend cpu|cuda` path).
+pub fn run_once(func: &Func, backend: Backend, inputs: &[Tensor], ptx: &ckopt_lower::PtxOptions) -> Result<(Vec<Tensor>, Report), Diag> {
+    let mut e = Executor::new(func, backend, ptx)?;
+    let out = e.step(inputs)?;
+    Ok((out, e.report()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ckopt_ir::ops::{ATTR_ARENA_BYTES, ATTR_OFFSET};
+    use ckopt_ir::{Attr, Attrs, Loc, OpKind, TensorType};
+
+    fn planned_add() -> Func {
+        let mut f = Func::new("addf", Loc::unknown());
+        let x = f.add_param("x", TensorType::f32(vec![2, 3]), false);
+        let y = f.add_param("y", TensorType::f32(vec![2, 3]), false);
+        let s = f.push(OpKind::Add, &[x, y], Attrs::new(), None, "s", Loc::unknown()).unwrap();
+        f.push_return(&[s], Loc::unknown());
+        f.body[0].attrs.insert(ATTR_OFFSET.into(), Attr::Int(0));
+        f.attrs.insert(ATTR_ARENA_BYTES.into(), Attr::Int(24));
+        f
+    }
+
+    #[test]
+    fn cpu_executor_allocates_exactly_arena_bytes_and_computes() {
+        let f = planned_add();
+        let x = Tensor::new(vec![2, 3], vec![1., 2., 3., 4., 5., 6.]).unwrap();
+        let y = Tensor::new(vec![2, 3], vec![0.5; 6]).unwrap();
+        let (out, rep) = run_once(&f, Backend::Cpu, &[x, y], &Default::default()).unwrap();
+        assert_eq!(out[0].data, vec![1.5, 2.5, 3.5, 4.5, 5.5, 6.5]);
+        assert_eq!((rep.arena_bytes, rep.arena_allocated_bytes, rep.backend.as_str()), (24, 24, "cpu"));
+    }
+
+    #[test]
+    fn cuda_without_a_driver_is_an_error_not_a_panic() {
+        let f = planned_add();
+        let x = Tensor::zeros(&[2, 3]);
+        let r = run_once(&f, Backend::Cuda, &[x.clone(), x], &Default::default());
+        match cuda_status() {
+            Err(_) => {
+                let e = r.err().map(|d| d.message).unwrap_or_default();
+                assert!(e.contains("cuda backend") && e.contains("CUDA"), "{e}");
+            }
+            Ok(_) => assert_eq!(r.map(|(o, _)| o[0].data.clone()).ok(), Some(vec![0.0; 6])),
+        }
+    }
+}
