@@ -63,12 +63,43 @@ pub fn cpu_mlir(f: &Func) -> Result<String, Diag> {
 }
 
 fn cpu_mlir_with(f: &Func, l: &Layout) -> Result<String, Diag> {
+    let mut s = String::new();
+    let _ = writeln!(s, "#ck_id = affine_map<(d0) -> (d0)>");
+    let _ = writeln!(s, "module {{");
+    s.push_str(&cpu_func_text(f, l)?);
+    let _ = writeln!(s, "}}");
+    Ok(s)
+}
+
+/// Every function of the module, planned, as one upstream MLIR module.
+pub fn cpu_mlir_module(m: &ckopt_ir::Module) -> Result<String, Diag> {
+    let mut s = String::new();
+    let _ = writeln!(s, "#ck_id = affine_map<(d0) -> (d0)>");
+    let _ = writeln!(s, "module {{");
+    for f in &m.funcs {
+        let l = layout(f)?;
+        s.push_str(&cpu_func_text(f, &l)?);
+    }
+    let _ = writeln!(s, "}}");
+    Ok(s)
+}
+
+/// The module lowered to LLVM IR (every function).
+pub fn cpu_llvm_ir_module(m: &ckopt_ir::Module) -> Result<String, Diag> {
+    let text = cpu_mlir_module(m)?;
+    let loc = m.funcs.first().map(|f| f.loc.clone()).unwrap_or_default();
+    let bad = |e: String| Diag::error(loc.clone(), format!("lowering the module for the cpu backend failed: {e}"));
+    let ml = Mlir::new();
+    let mut module = ml.parse(&text).map_err(bad)?;
+    ml.run(&mut module, CPU_PIPELINE).map_err(bad)?;
+    to_llvm_ir(&ml, &module).map_err(bad)
+}
+
+fn cpu_func_text(f: &Func, l: &Layout) -> Result<String, Diag> {
     let sym = symbol_name(&f.name);
     let arena_ty = format!("memref<{}xi8>", l.arena_bytes);
     let mut s = String::new();
-    let _ = writeln!(s, "// ckopt: @{} for the cpu backend: arena of {} bytes (ck.arena_bytes)", f.name, l.arena_bytes);
-    let _ = writeln!(s, "#ck_id = affine_map<(d0) -> (d0)>");
-    let _ = writeln!(s, "module {{");
+    let _ = writeln!(s, "  // ckopt: @{} for the cpu backend: arena of {} bytes (ck.arena_bytes)", f.name, l.arena_bytes);
     let mut params = vec![format!("%arena: {arena_ty}")];
     for (i, t) in l.inputs.iter().enumerate() {
         params.push(format!("%in{i}: memref<{}xi8>", t.bytes()));
@@ -130,7 +161,6 @@ fn cpu_mlir_with(f: &Func, l: &Layout) -> Result<String, Diag> {
     }
     let _ = writeln!(s, "    return");
     let _ = writeln!(s, "  }}");
-    let _ = writeln!(s, "}}");
     Ok(s)
 }
 

@@ -90,13 +90,26 @@ pub fn gpu_mlir(f: &Func, opts: &PtxOptions) -> Result<(String, Vec<Kernel>), Di
 }
 
 fn gpu_mlir_with(f: &Func, l: &Layout, opts: &PtxOptions) -> Result<(String, Vec<Kernel>), Diag> {
+    let (body, kernels) = gpu_kernels_text(f, l, opts)?;
+    Ok((wrap_gpu_module(&body), kernels))
+}
+
+fn wrap_gpu_module(body: &str) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "module attributes {{gpu.container_module}} {{");
+    let _ = writeln!(s, "  gpu.module @ck_kernels {{");
+    s.push_str(body);
+    let _ = writeln!(s, "  }}");
+    let _ = writeln!(s, "}}");
+    s
+}
+
+fn gpu_kernels_text(f: &Func, l: &Layout, opts: &PtxOptions) -> Result<(String, Vec<Kernel>), Diag> {
     let sym = symbol_name(&f.name);
     let block = opts.block.max(1);
     let mut s = String::new();
     let mut kernels = Vec::new();
-    let _ = writeln!(s, "// ckopt: @{} for the cuda backend: one kernel per op, arena of {} bytes", f.name, l.arena_bytes);
-    let _ = writeln!(s, "module attributes {{gpu.container_module}} {{");
-    let _ = writeln!(s, "  gpu.module @ck_kernels {{");
+    let _ = writeln!(s, "    // ckopt: @{} for the cuda backend: one kernel per op, arena of {} bytes", f.name, l.arena_bytes);
     for (j, op) in f.body.iter().enumerate() {
         let Some(r) = op.result else { continue };
         let ty = f.ty(r);
@@ -173,8 +186,6 @@ fn gpu_mlir_with(f: &Func, l: &Layout, opts: &PtxOptions) -> Result<(String, Vec
             args,
         });
     }
-    let _ = writeln!(s, "  }}");
-    let _ = writeln!(s, "}}");
     Ok((s, kernels))
 }
 
@@ -198,11 +209,37 @@ gpu-module-to-binary{{format=isa}})"
 
 /// Compiles `f` to PTX for `opts.sm` with its launch table.
 pub fn compile_ptx(f: &Func, opts: &PtxOptions) -> Result<PtxProgram, Diag> {
-    let l = layout(f)?;
-    let (text, kernels) = gpu_mlir_with(f, &l, opts)?;
+    let mut v = compile_ptx_funcs(std::slice::from_ref(f), opts)?;
+    v.pop().ok_or_else(|| Diag::error(f.loc.clone(), "no program"))
+}
+
+/// Every function of the module in the gpu dialect (one `gpu.module`).
+pub fn gpu_mlir_module(m: &ckopt_ir::Module, opts: &PtxOptions) -> Result<String, Diag> {
+    let mut body = String::new();
+    for f in &m.funcs {
+        let l = layout(f)?;
+        body.push_str(&gpu_kernels_text(f, &l, opts)?.0);
+    }
+    Ok(wrap_gpu_module(&body))
+}
+
+/// Compiles every function to one PTX module; one program (sharing that
+/// PTX) per function, in order.
+pub fn compile_ptx_funcs(funcs: &[Func], opts: &PtxOptions) -> Result<Vec<PtxProgram>, Diag> {
+    let mut body = String::new();
+    let mut parts = Vec::new();
+    for f in funcs {
+        let l = layout(f)?;
+        let (b, k) = gpu_kernels_text(f, &l, opts)?;
+        body.push_str(&b);
+        parts.push((l, k));
+    }
+    let text = wrap_gpu_module(&body);
+    let any_kernel = parts.iter().any(|(_, k)| !k.is_empty());
+    let Some(f) = funcs.first() else { return Ok(Vec::new()) };
     let libdevice = resolve_libdevice(opts);
     if libdevice.is_none() {
-        if let Some(op) = f.body.iter().find(|o| uses_math(o.kind)) {
+        if let Some(op) = funcs.iter().flat_map(|f| f.body.iter()).find(|o| uses_math(o.kind)) {
             return Err(Diag::error(
                 op.loc.clone(),
                 format!(
@@ -214,7 +251,7 @@ pub fn compile_ptx(f: &Func, opts: &PtxOptions) -> Result<PtxProgram, Diag> {
         }
     }
     let internal = |m: String| Diag::error(f.loc.clone(), format!("lowering @{} to PTX failed: {m}", f.name));
-    let ptx = if kernels.is_empty() {
+    let ptx = if !any_kernel {
         // Nothing to launch: an empty, valid PTX module.
         format!(".version 8.0\n.target sm_{}\n.address_size 64\n", opts.sm)
     } else {
@@ -226,7 +263,7 @@ pub fn compile_ptx(f: &Func, opts: &PtxOptions) -> Result<PtxProgram, Diag> {
     if ptx.contains(".extern .func __nv_") {
         return Err(internal("the PTX still calls libdevice functions (libdevice was not linked)".into()));
     }
-    Ok(PtxProgram { ptx, kernels, layout: l, sm: opts.sm })
+    Ok(parts.into_iter().map(|(layout, kernels)| PtxProgram { ptx: ptx.clone(), kernels, layout, sm: opts.sm }).collect())
 }
 
 fn extract_ptx(module: &melior::ir::Module) -> Result<String, String> {
@@ -261,12 +298,11 @@ fn buf_json(b: Buf) -> Json {
 }
 
 impl PtxProgram {
-    /// The launch table as JSON (function, sm, arena_bytes, inputs, outputs, kernels).
+    /// The launch table as JSON (function, arena_bytes, inputs, outputs, kernels).
     pub fn launch_table(&self) -> Json {
         let l = &self.layout;
         json!({
             "function": l.func,
-            "sm": self.sm,
             "arena_bytes": l.arena_bytes,
             "inputs": l.inputs.iter().map(|t| json!({"shape": t.shape, "bytes": t.bytes()})).collect::<Vec<_>>(),
             "outputs": l.outputs.iter().map(|(t, p)| json!({"shape": t.shape, "buffer": buf_json(p.buf), "offset": p.offset})).collect::<Vec<_>>(),
@@ -284,16 +320,47 @@ impl PtxProgram {
     /// PTX preceded by the launch table as `//` comment lines (one JSON object),
     /// still a valid PTX file.
     pub fn annotated(&self) -> String {
-        let mut s = String::from("// ckopt launch table (JSON):\n");
-        let table = serde_json::to_string_pretty(&self.launch_table()).unwrap_or_default();
-        for line in table.lines() {
-            s.push_str("// ");
-            s.push_str(line);
-            s.push('\n');
-        }
-        s.push_str(&self.ptx);
-        s
+        annotated(std::slice::from_ref(self))
     }
+}
+
+/// The launch tables of programs that share one PTX module:
+/// `{"sm": N, "functions": [launch_table, ...]}`.
+pub fn launch_tables(progs: &[PtxProgram]) -> Json {
+    json!({
+        "sm": progs.first().map(|p| p.sm),
+        "functions": progs.iter().map(|p| p.launch_table()).collect::<Vec<_>>(),
+    })
+}
+
+/// The shared PTX preceded by `launch_tables` as `//` comment lines (still a
+/// valid PTX file for ptxas).
+pub fn annotated(progs: &[PtxProgram]) -> String {
+    // One kernel per line; the comment bodies joined form the JSON of `launch_tables`.
+    let mut s = String::from("// ckopt launch table (JSON):\n");
+    let c = |v: &Json| serde_json::to_string(v).unwrap_or_default();
+    let _ = writeln!(s, "// {{\"sm\": {}, \"functions\": [", progs.first().map(|p| p.sm).unwrap_or(0));
+    for (i, p) in progs.iter().enumerate() {
+        let t = p.launch_table();
+        let _ = writeln!(
+            s,
+            "//  {{\"function\": {}, \"arena_bytes\": {}, \"inputs\": {}, \"outputs\": {}, \"kernels\": [",
+            c(&t["function"]),
+            c(&t["arena_bytes"]),
+            c(&t["inputs"]),
+            c(&t["outputs"])
+        );
+        let ks = t["kernels"].as_array().cloned().unwrap_or_default();
+        for (j, k) in ks.iter().enumerate() {
+            let _ = writeln!(s, "//   {}{}", c(k), if j + 1 < ks.len() { "," } else { "" });
+        }
+        let _ = writeln!(s, "//  ]}}{}", if i + 1 < progs.len() { "," } else { "" });
+    }
+    s.push_str("// ]}\n");
+    if let Some(p) = progs.first() {
+        s.push_str(&p.ptx);
+    }
+    s
 }
 
 #[cfg(test)]
@@ -323,7 +390,12 @@ mod tests {
         assert_eq!((k.grid, k.block), ([5, 1, 1], [256, 1, 1]));
         assert_eq!(k.args[0], Arg { buf: Buf::Input(0), offset: 0, bytes: 4800 });
         assert_eq!(k.args[1], Arg { buf: Buf::Arena, offset: 64, bytes: 4800 });
-        assert!(p.annotated().starts_with("// ckopt launch table (JSON):"));
+        let text = p.annotated();
+        assert!(text.starts_with("// ckopt launch table (JSON):\n"));
+        let mut json: String = text.lines().skip(1).take_while(|l| *l != "// ]}").map(|l| &l[2..]).collect();
+        json.push_str("]}");
+        let v: Json = serde_json::from_str(&json).unwrap();
+        assert_eq!(v, launch_tables(std::slice::from_ref(&p)));
     }
 
     #[test]

@@ -22,6 +22,6 @@ pub mod plan;
 #[cfg(test)]
 mod tests;
 
-pub use cpu::{CpuProgram, compile_cpu, cpu_llvm_ir, cpu_mlir};
-pub use gpu::{Arg, Kernel, PtxOptions, PtxProgram, compile_ptx, gpu_mlir};
+pub use cpu::{CpuProgram, compile_cpu, cpu_llvm_ir, cpu_llvm_ir_module, cpu_mlir, cpu_mlir_module};
+pub use gpu::{Arg, Kernel, PtxOptions, PtxProgram, annotated, compile_ptx, compile_ptx_funcs, gpu_mlir, gpu_mlir_module, launch_tables};
 pub use plan::{Buf, Layout, Place, is_planned, layout};

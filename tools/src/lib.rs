@@ -6,9 +6,12 @@
 //!   and a readable text form.
 //! - `opt`: the `ckopt-opt` driver (split, parse, verify, pipeline, print,
 //!   `--verify-diagnostics`, reports), kept out of the binary to be testable.
+//! - `lowered` (feature `lower`): planning and running on the cpu/cuda backends.
 //!
 //! Only this crate uses `anyhow`; the libraries return `Diag`s.
 
 pub mod input;
 pub mod opt;
 pub mod tensor_json;
+#[cfg(feature = "lower")]
+pub mod lowered;

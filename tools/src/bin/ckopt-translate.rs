@@ -1,4 +1,112 @@
-fn main() {
-    eprintln!("ckopt-translate: not built yet");
-    std::process::exit(1);
+//! ckopt-translate: a planned ck module to upstream MLIR, LLVM IR or PTX
+//! (like mlir-translate).
+//!
+//! `ckopt-translate [FILE|-] --to=mlir|llvm|ptx [--target=cpu|cuda] [--sm=90]
+//! [--libdevice=PATH] [-o FILE]`. Every function of the module is
+//! translated; each must have been planned by memplan (`ck.offset`,
+//! `ck.arena_bytes`), else an error names it. `--to=mlir` prints the
+//! upstream-dialect module for the cpu backend (linalg/memref/scf/arith/math)
+//! or, with `--target=cuda`, the gpu-dialect kernels; `--to=llvm` the host
+//! LLVM IR of the cpu backend; `--to=ptx` one PTX module with every kernel,
+//! preceded by the launch table (kernel, grid, block, arguments) as `//`
+//! comment lines holding one JSON object. Errors: rendered diagnostics on
+//! stderr, exit code 1.
+
+use ckopt_ir::{Diags, parse_and_verify};
+use clap::{Parser, ValueEnum};
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum To {
+    /// Upstream MLIR dialects.
+    Mlir,
+    /// LLVM IR (cpu backend host code).
+    Llvm,
+    /// NVPTX assembly with the launch table.
+    Ptx,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Target {
+    Cpu,
+    Cuda,
+}
+
+/// Translates a planned ck module to MLIR, LLVM IR or PTX.
+#[derive(Parser, Debug)]
+#[command(name = "ckopt-translate", version)]
+struct Cli {
+    /// Input file (`-` = stdin).
+    #[arg(default_value = "-")]
+    input: String,
+    /// Output form.
+    #[arg(long, value_enum)]
+    to: To,
+    /// Backend whose MLIR `--to=mlir` prints.
+    #[arg(long, value_enum, default_value = "cpu")]
+    target: Target,
+    /// Compute capability for PTX (90 = sm_90).
+    #[arg(long, default_value_t = 90)]
+    sm: u32,
+    /// libdevice.10.bc for math functions on cuda (default: $CKOPT_LIBDEVICE).
+    #[arg(long)]
+    libdevice: Option<PathBuf>,
+    /// Output file (default stdout).
+    #[arg(short = 'o')]
+    output: Option<PathBuf>,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let (name, src) = match read_input(&cli.input) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("ckopt-translate: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match translate(&cli, &name, &src) {
+        Ok(text) => {
+            let r = match &cli.output {
+                Some(p) => std::fs::write(p, text).map_err(|e| format!("cannot write {}: {e}", p.display())),
+                None => std::io::stdout().write_all(text.as_bytes()).map_err(|e| e.to_string()),
+            };
+            if let Err(e) = r {
+                eprintln!("ckopt-translate: {e}");
+                return ExitCode::FAILURE;
+            }
+            ExitCode::SUCCESS
+        }
+        Err(d) => {
+            eprint!("{}", d.render(Some(&src)));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn read_input(path: &str) -> Result<(String, String), String> {
+    if path == "-" {
+        let mut s = String::new();
+        std::io::stdin().read_to_string(&mut s).map_err(|e| format!("cannot read stdin: {e}"))?;
+        Ok(("<stdin>".into(), s))
+    } else {
+        let s = std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+        Ok((path.to_string(), s))
+    }
+}
+
+fn translate(cli: &Cli, name: &str, src: &str) -> Result<String, Diags> {
+    let m = parse_and_verify(src, name)?;
+    let opts = ckopt_lower::PtxOptions { sm: cli.sm, libdevice: cli.libdevice.clone(), ..Default::default() };
+    Ok(match (cli.to, cli.target) {
+        (To::Mlir, Target::Cpu) => ckopt_lower::cpu_mlir_module(&m)?,
+        (To::Mlir, Target::Cuda) => ckopt_lower::gpu_mlir_module(&m, &opts)?,
+        (To::Llvm, _) => ckopt_lower::cpu_llvm_ir_module(&m)?,
+        (To::Ptx, _) => {
+            let progs = ckopt_lower::compile_ptx_funcs(&m.funcs, &opts)?;
+            ckopt_lower::annotated(&progs)
+        }
+    })
 }
