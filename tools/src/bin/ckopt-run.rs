@@ -15,8 +15,17 @@
 //! it held at once, arguments excluded: SPEC §4's peak, unoptimized), plus
 //! `peak_bytes_with_args`, `arg_bytes`, `ops`, `inputs`, `outputs`.
 //!
-//! Backends: `interp` (the reference interpreter). `cpu` and `cuda` are
-//! not built yet: a clear error, exit 1.
+//! Backends: `interp` (the reference interpreter); `cpu` (MLIR/LLVM JIT)
+//! and `cuda` (NVPTX through cudarc) when built with the `lower` feature
+//! (`make build`), else a clear error, exit 1. On cpu/cuda a function
+//! without memplan's `ck.offset`/`ck.arena_bytes` is planned with `memplan`
+//! (default options) first; the report then says `planned_by_ckopt_run`.
+//! Their report adds `arena_bytes`, `arena_allocated_bytes` (the one arena
+//! the runtime allocated: exactly `ck.arena_bytes`), `input_bytes`,
+//! `compile_ms`, `step_ms`, `device_memory_bytes` (cuda: driver free-memory
+//! drop), `device`, `kernels`; `peak_bytes` is the arena (cpu) or the
+//! device memory minus the argument buffers (cuda). cuda needs libdevice
+//! for math ops: `CKOPT_LIBDEVICE=.../libdevice.10.bc`.
 //! Every error (bad file, bad JSON, wrong input count or shape, unknown
 //! function or backend) prints a diagnostic on stderr and exits 1; --help
 //! exits 0. Structure: parse args -> load -> choose inputs -> run the mode
@@ -37,9 +46,9 @@ use std::time::Instant;
 enum Backend {
     /// The reference interpreter (f32, the oracle of all tests).
     Interp,
-    /// Lowered native code through MLIR/LLVM (not built yet).
+    /// Lowered native code through MLIR/LLVM JIT (needs the `lower` feature).
     Cpu,
-    /// Lowered NVPTX on a CUDA GPU (not built yet).
+    /// Lowered NVPTX on a CUDA GPU through cudarc (needs the `lower` feature).
     Cuda,
 }
 
@@ -91,6 +100,8 @@ struct Execution {
     outputs: Vec<Tensor>,
     step_time_ms: f64,
     stats: RunStats,
+    /// Backend-specific report keys (cpu/cuda: arena_bytes, arena_allocated_bytes, ...).
+    extra: Option<Value>,
 }
 
 /// The inputs and a description of where they came from (for the report).
@@ -124,16 +135,57 @@ fn execute(backend: Backend, loaded: &Loaded, func: &str, inputs: &[Tensor]) -> 
             let (outputs, stats) = run_func_with_stats(&loaded.module, func, inputs)
                 .map_err(|d| ToolError::diag(d, Some(&loaded.source)))?;
             let step_time_ms = start.elapsed().as_secs_f64() * 1e3;
-            Ok(Execution { outputs, step_time_ms, stats })
+            Ok(Execution { outputs, step_time_ms, stats, extra: None })
         }
-        Backend::Cpu | Backend::Cuda => Err(ToolError::msg(format!(
-            "backend '{}' is not built yet (use --backend interp)",
-            backend.name()
-        ))),
+        Backend::Cpu | Backend::Cuda => execute_lowered(backend, loaded, func, inputs),
     }
 }
 
+/// cpu/cuda: plan with memplan when the function is not planned yet, compile,
+/// run one step in one arena of exactly `ck.arena_bytes` (see
+/// `ckopt_tools::lowered`). `peak_bytes` is the arena actually allocated
+/// (cpu) or the driver's free-memory drop minus the argument buffers (cuda).
+#[cfg(feature = "lower")]
+fn execute_lowered(backend: Backend, loaded: &Loaded, func: &str, inputs: &[Tensor]) -> Result<Execution, ToolError> {
+    let b = if backend == Backend::Cuda { ckopt_runtime::Backend::Cuda } else { ckopt_runtime::Backend::Cpu };
+    let mut module = loaded.module.clone();
+    let planned_here = ckopt_tools::lowered::plan_if_needed(&mut module, func)
+        .map_err(|d| ToolError::Diags { diags: d, source: Some(loaded.source.clone()) })?;
+    let (outputs, rep) = ckopt_tools::lowered::run_lowered(&module, func, b, inputs)
+        .map_err(|d| ToolError::Diags { diags: d, source: Some(loaded.source.clone()) })?;
+    let peak = match backend {
+        Backend::Cuda => rep.device_memory_bytes.unwrap_or(0).saturating_sub(rep.input_bytes),
+        _ => rep.arena_allocated_bytes,
+    };
+    let ops = module.func(func).map(|f| f.body.len().saturating_sub(1)).unwrap_or(0);
+    let stats = RunStats { peak_bytes: peak, peak_bytes_with_args: peak + rep.input_bytes, arg_bytes: rep.input_bytes, ops };
+    let mut extra = rep.to_json();
+    extra["planned_by_ckopt_run"] = json!(planned_here);
+    Ok(Execution { outputs, step_time_ms: rep.step_ms, stats, extra: Some(extra) })
+}
+
+#[cfg(not(feature = "lower"))]
+fn execute_lowered(backend: Backend, _: &Loaded, _: &str, _: &[Tensor]) -> Result<Execution, ToolError> {
+    Err(ToolError::msg(format!(
+        "backend '{}' needs ckopt-run built with the `lower` feature (`make build`, or \
+         `cargo build --features ckopt-tools/lower`); use --backend interp",
+        backend.name()
+    )))
+}
+
 fn report_json(cli: &Cli, func: &str, inputs_desc: &str, ex: &Execution) -> Value {
+    let mut v = report_base(cli, func, inputs_desc, ex);
+    if let (Some(Value::Object(extra)), Value::Object(m)) = (&ex.extra, &mut v) {
+        for (k, x) in extra {
+            if !m.contains_key(k) {
+                m.insert(k.clone(), x.clone());
+            }
+        }
+    }
+    v
+}
+
+fn report_base(cli: &Cli, func: &str, inputs_desc: &str, ex: &Execution) -> Value {
     json!({
         "backend": cli.backend.name(),
         "function": func,
