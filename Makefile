@@ -5,6 +5,14 @@ SHELL := /bin/bash
 export PATH := $(HOME)/.local/bin:$(PATH)
 CARGO ?= cargo
 LIT ?= uvx --from lit==18.1.8 lit
+# The cpu/cuda backends and ckopt-translate link LLVM/MLIR statically: they
+# are behind ckopt-tools' `lower` feature, which every target here enables.
+FEATURES ?= --features ckopt-tools/lower
+# ptxas and libdevice from the PyPI wheel nvidia-cuda-nvcc-cu12 (fetched by
+# scripts/setup.sh when possible): PTX validation tests and cuda math.
+CUDA_TOOLS_DIR ?= $(HOME)/.cache/ckopt/cuda-nvcc
+export CKOPT_PTXAS ?= $(wildcard $(CUDA_TOOLS_DIR)/nvidia/cuda_nvcc/bin/ptxas)
+export CKOPT_LIBDEVICE ?= $(wildcard $(CUDA_TOOLS_DIR)/nvidia/cuda_nvcc/nvvm/libdevice/libdevice.10.bc)
 
 .PHONY: setup build build-debug test unit lit demo clean
 
@@ -12,13 +20,13 @@ setup:
 	@./scripts/setup.sh
 
 build: setup
-	$(CARGO) build --release --workspace
+	$(CARGO) build --release --workspace $(FEATURES)
 
 build-debug: setup
-	$(CARGO) build --workspace
+	$(CARGO) build --workspace $(FEATURES)
 
 unit: setup
-	$(CARGO) test --workspace
+	$(CARGO) test --workspace $(FEATURES)
 
 lit: build-debug
 	$(LIT) -sv test

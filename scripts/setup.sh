@@ -18,3 +18,25 @@ if ! command -v uv >/dev/null 2>&1; then
   echo "setup: installing uv"
   python3 -m pip install -q --user uv 2>/dev/null || python3 -m pip install -q uv
 fi
+# ptxas (to validate emitted PTX without a GPU) and libdevice (math on cuda)
+# from the PyPI wheel nvidia-cuda-nvcc-cu12==12.9.86, into a cache outside git.
+# Optional: without them the PTX-validation tests are skipped.
+CUDA_TOOLS_DIR="${CUDA_TOOLS_DIR:-$HOME/.cache/ckopt/cuda-nvcc}"
+if [ ! -x "$CUDA_TOOLS_DIR/nvidia/cuda_nvcc/bin/ptxas" ]; then
+  echo "setup: fetching ptxas and libdevice (PyPI nvidia-cuda-nvcc-cu12==12.9.86)"
+  tmp="$(mktemp -d)"
+  if python3 -m pip download -q --no-deps nvidia-cuda-nvcc-cu12==12.9.86 -d "$tmp" 2>/dev/null; then
+    python3 - "$tmp" "$CUDA_TOOLS_DIR" <<'PY'
+import glob, os, sys, zipfile
+src, dst = sys.argv[1], sys.argv[2]
+want = ("nvidia/cuda_nvcc/bin/ptxas", "nvidia/cuda_nvcc/nvvm/libdevice/libdevice.10.bc")
+with zipfile.ZipFile(glob.glob(os.path.join(src, "*.whl"))[0]) as z:
+    for name in want:
+        z.extract(name, dst)
+os.chmod(os.path.join(dst, want[0]), 0o755)
+PY
+  else
+    echo "setup: could not fetch the wheel; PTX validation tests will be skipped"
+  fi
+  rm -rf "$tmp"
+fi

@@ -17,7 +17,7 @@ llvm_bin = os.environ.get("LLVM_BIN_DIR", "/usr/lib/llvm-22/bin")
 
 path = os.pathsep.join([bin_dir, llvm_bin, config.environment.get("PATH", os.environ.get("PATH", ""))])
 config.environment["PATH"] = path
-for var in ["HOME", "TMPDIR"]:
+for var in ["HOME", "TMPDIR", "CKOPT_LIBDEVICE", "LD_LIBRARY_PATH"]:
     if var in os.environ:
         config.environment[var] = os.environ[var]
 
@@ -30,3 +30,9 @@ if os.path.exists(os.path.join(bin_dir, "ckopt-translate")) and os.environ.get("
 if os.environ.get("CKOPT_PTXAS"):
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", os.environ["CKOPT_PTXAS"]))
+# A CUDA driver on this machine (tests of the no-driver error are UNSUPPORTED then).
+import ctypes.util
+if ctypes.util.find_library("cuda"):
+    config.available_features.add("cuda-driver")
+if os.environ.get("CKOPT_LIBDEVICE") and os.path.isfile(os.environ["CKOPT_LIBDEVICE"]):
+    config.available_features.add("libdevice")
