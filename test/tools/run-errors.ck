@@ -1,10 +1,10 @@
 /// ckopt-run errors: each prints a clear (located where possible)
 /// diagnostic on stderr and exits 1, never a panic.
 
-// RUN: not ckopt-run %s --backend cpu 2>&1 | FileCheck %s --check-prefix=CPU
-// CPU: ckopt-run: error: backend 'cpu' is not built yet
-// RUN: not ckopt-run %s --backend cuda 2>&1 | FileCheck %s --check-prefix=CUDA
-// CUDA: ckopt-run: error: backend 'cuda' is not built yet
+/// --backend cpu|cuda: covered by test/lower/run-cpu.ck and
+/// test/lower/run-cuda-nodriver.ck (they need the `lower` feature; without
+/// it ckopt-run says so and exits 1).
+
 // RUN: not ckopt-run %s --backend tpu 2>&1 | FileCheck %s --check-prefix=BACKEND
 // BACKEND: invalid value 'tpu' for '--backend <BACKEND>'
 
