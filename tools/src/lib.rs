@@ -7,6 +7,8 @@
 //! - `opt`: the `ckopt-opt` driver (split, parse, verify, pipeline, print,
 //!   `--verify-diagnostics`, reports), kept out of the binary to be testable.
 //! - `lowered` (feature `lower`): planning and running on the cpu/cuda backends.
+//! - `train`: SGD on the `{ck.param}` arguments through `@NAME_grad`
+//!   (autodiff in-process when the file has none), for `ckopt-run --train`.
 //!
 //! Only this crate uses `anyhow`; the libraries return `Diag`s.
 
@@ -15,3 +17,4 @@ pub mod opt;
 pub mod tensor_json;
 #[cfg(feature = "lower")]
 pub mod lowered;
+pub mod train;

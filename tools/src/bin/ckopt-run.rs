@@ -3,6 +3,7 @@
 //! ```text
 //! ckopt-run FILE [--func NAME] [--backend interp|cpu|cuda]
 //!           [--inputs FILE.json | --seed N] [--outputs FILE.json|-] [--report FILE.json|-]
+//!           [--train [--steps N] [--lr X]]
 //! ```
 //! FILE may be `-` (stdin). The default function is the module's first.
 //! Inputs: `--inputs` (tensor JSON, SPEC §2) or generated from `--seed N`
@@ -14,6 +15,17 @@
 //! `peak_bytes` (measured; for `interp` the most bytes of op-defined tensors
 //! it held at once, arguments excluded: SPEC §4's peak, unoptimized), plus
 //! `peak_bytes_with_args`, `arg_bytes`, `ops`, `inputs`, `outputs`.
+//!
+//! Training (`--train`, interp backend): SGD on the `{ck.param}` arguments
+//! (every argument when none is marked) for `--steps N` (default 10) with
+//! learning rate `--lr X` (default 0.01), through `@NAME_grad` (run
+//! `autodiff{func=NAME}` in-process when the file has none; `--func NAME_grad`
+//! means `NAME`). One line per step on stdout, `step K/N loss L`, then a
+//! `#` summary; `--outputs` writes the arguments after training (argument
+//! order); `--report` adds `first_loss`, `last_loss` (the loss at the start
+//! of the first and of the last step), `losses`, `steps`, `lr`,
+//! `grad_function`, with `step_time_ms` the mean per step and `peak_bytes`
+//! the largest interpreter peak of a step. A non-finite loss is an error.
 //!
 //! Backends: `interp` (the reference interpreter); `cpu` (MLIR/LLVM JIT)
 //! and `cuda` (NVPTX through cudarc) when built with the `lower` feature
@@ -86,6 +98,15 @@ struct Cli {
     /// Write a JSON report (backend, function, step_time_ms, peak_bytes, ...) to FILE, or stdout for `-`.
     #[arg(long, value_name = "FILE.json|-")]
     report: Option<String>,
+    /// Train: SGD steps on the {ck.param} arguments via @NAME_grad (autodiff in-process if absent); interp only.
+    #[arg(long)]
+    train: bool,
+    /// Number of SGD steps (with --train).
+    #[arg(long, value_name = "N", default_value_t = 10, requires = "train")]
+    steps: usize,
+    /// SGD learning rate (with --train).
+    #[arg(long, value_name = "X", default_value_t = 0.01, requires = "train")]
+    lr: f32,
 }
 
 /// What to do with the function. Training (`--train --steps N --lr X`)
@@ -93,6 +114,8 @@ struct Cli {
 enum Mode {
     /// Evaluate the function once on the inputs.
     Eval,
+    /// SGD steps on the trainable arguments (`--train`).
+    Train { steps: usize, lr: f32 },
 }
 
 /// Results of one execution, whatever the backend.
@@ -224,6 +247,74 @@ fn emit(cli: &Cli, func: &str, inputs_desc: &str, ex: &Execution) -> Result<(), 
     Ok(())
 }
 
+/// A loss for the progress lines: fixed-point unless it is tiny.
+fn fmt_loss(l: f32) -> String {
+    if l != 0.0 && l.abs() < 1e-3 { format!("{l:.6e}") } else { format!("{l:.6}") }
+}
+
+fn train_mode(
+    cli: &Cli,
+    loaded: &Loaded,
+    func: &str,
+    inputs_desc: &str,
+    inputs: Vec<Tensor>,
+    steps: usize,
+    lr: f32,
+) -> Result<(), ToolError> {
+    if cli.backend != Backend::Interp {
+        return Err(ToolError::msg(format!(
+            "--train runs on --backend interp only (backend '{}' is not built yet)",
+            cli.backend.name()
+        )));
+    }
+    if !lr.is_finite() || lr <= 0.0 {
+        return Err(ToolError::msg(format!("--lr must be a positive number, got {lr}")));
+    }
+    let r = ckopt_tools::train::train(&loaded.module, func, inputs, steps, lr, |k, n, loss| {
+        let _ = write_text("-", &format!("step {k}/{n} loss {}\n", fmt_loss(loss)));
+    })
+    .map_err(|d| ToolError::diag(d, Some(&loaded.source)))?;
+    let first = r.losses.first().copied();
+    let last = r.losses.last().copied();
+    if cli.outputs.is_none() {
+        let show = |l: Option<f32>| l.map(fmt_loss).unwrap_or_else(|| "none".into());
+        write_text(
+            "-",
+            &format!(
+                "# trained @{func} on {} with @{}{}: {steps} steps, lr {lr}, first loss {}, last loss {}, {:.3} ms/step, inputs from {inputs_desc}\n",
+                cli.backend.name(),
+                r.grad_func,
+                if r.built_grad { " (built by autodiff)" } else { "" },
+                show(first),
+                show(last),
+                r.step_time_ms
+            ),
+        )?;
+    }
+    if let Some(path) = &cli.outputs {
+        write_text(path, &tensors_to_json("outputs", &r.args))?;
+    }
+    if let Some(path) = &cli.report {
+        let v = json!({
+            "backend": cli.backend.name(),
+            "function": func,
+            "grad_function": r.grad_func,
+            "steps": steps,
+            "lr": lr,
+            "first_loss": first,
+            "last_loss": last,
+            "losses": r.losses,
+            "step_time_ms": r.step_time_ms,
+            "peak_bytes": r.peak_bytes,
+            "trained_arguments": r.trained,
+            "inputs": inputs_desc,
+        });
+        let text = serde_json::to_string_pretty(&v).map_err(|e| ToolError::msg(format!("cannot encode the report: {e}")))?;
+        write_text(path, &(text + "\n"))?;
+    }
+    Ok(())
+}
+
 fn run(cli: &Cli) -> Result<(), ToolError> {
     let loaded = load_module(&cli.file)?;
     let func = match &cli.func {
@@ -236,14 +327,16 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
             }
         },
     };
+    let mode = if cli.train { Mode::Train { steps: cli.steps, lr: cli.lr } } else { Mode::Eval };
+    let func = if cli.train { ckopt_tools::train::loss_func_name(&loaded.module, &func) } else { func };
     let f = find_func(&loaded.module, &func).map_err(|d| ToolError::diag(d, Some(&loaded.source)))?;
     let (inputs, inputs_desc) = choose_inputs(cli, f, &loaded)?;
-    let mode = Mode::Eval;
     match mode {
         Mode::Eval => {
             let ex = execute(cli.backend, &loaded, &func, &inputs)?;
             emit(cli, &func, &inputs_desc, &ex)
         }
+        Mode::Train { steps, lr } => train_mode(cli, &loaded, &func, &inputs_desc, inputs, steps, lr),
     }
 }
 
