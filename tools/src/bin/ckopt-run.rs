@@ -41,7 +41,7 @@
 //! Every error (bad file, bad JSON, wrong input count or shape, unknown
 //! function or backend) prints a diagnostic on stderr and exits 1; --help
 //! exits 0. Structure: parse args -> load -> choose inputs -> run the mode
-//! (today: one evaluation; training mode hooks in at `Mode`) -> emit.
+//! (one evaluation, or `--train` steps) -> emit.
 
 use ckopt_interp::{RunStats, Tensor, check_inputs, find_func, run_func_with_stats, try_random_inputs};
 use ckopt_ir::{Diag, Func, Loc};
@@ -263,7 +263,7 @@ fn train_mode(
 ) -> Result<(), ToolError> {
     if cli.backend != Backend::Interp {
         return Err(ToolError::msg(format!(
-            "--train runs on --backend interp only (backend '{}' is not built yet)",
+            "--train runs on --backend interp only (got backend '{}')",
             cli.backend.name()
         )));
     }
