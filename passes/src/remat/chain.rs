@@ -16,10 +16,13 @@
 //!   their first forward user, so a stage recomputes them when needed.
 //! - *spine* ops are the other forward ops, numbered by position p.
 //! - the crossing set C_p = spine values defined at or before p and read by a
-//!   spine op after p. Position p is *eligible* when every value in C_p is read
-//!   by the backward anyway (keeping it costs nothing extra) and none is
-//!   `ck.mirror`; eligible positions with |C_p| <= kappa are the cuts, kappa the
-//!   smallest count giving about 2·sqrt(P) cuts (or all eligible ones).
+//!   spine op after p. Position p is *eligible* when no value in C_p is
+//!   `ck.mirror`, and *free* when the backward reads every value of C_p anyway
+//!   (keeping it costs nothing extra: the relu outputs of an MLP). The cuts
+//!   are the free positions with |C_p| <= kappa when there are about 2·sqrt(P)
+//!   of them, else the eligible ones with |C_p| <= kappa (the residual stream
+//!   of a resmlp/transformer block end), kappa the smallest count that gives
+//!   about 2·sqrt(P) cuts.
 //! - *needed* (V_B) values: forward values read by a non-forward op.
 //! - *forced* values (returned ones, `ck.checkpoint`) are always kept and never
 //!   part of a boundary; *mirror* values (`ck.mirror`) are never kept.
@@ -68,6 +71,9 @@ pub struct Chain {
     pub bounds: Vec<Vec<ValueId>>,
     /// Bytes of `bounds[j]`.
     pub bound_bytes: Vec<u64>,
+    /// Bytes of the values of `bounds[j]` that the backward reads (what a
+    /// stored range keeps of its inner boundaries).
+    pub bound_needed_bytes: Vec<u64>,
     /// Body position where stage j's recomputation goes (usize::MAX: never needed).
     pub insert_at: Vec<usize>,
     /// Total bytes of needed values not forced (what "no remat" keeps).
@@ -198,51 +204,68 @@ pub fn build_chain(f: &Func) -> Chain {
     // crossing counts via difference arrays (forced values excluded: always held)
     let mut d_cnt = vec![0i64; np + 1];
     let mut d_bad = vec![0i64; np + 1];
+    let mut d_mirror = vec![0i64; np + 1];
     for (p, &i) in spine.iter().enumerate() {
         let Some(r) = f.body[i].result else { continue };
         let u = last_fwd_use[r.index()];
         if u > p && !forced[r.index()] {
             d_cnt[p] += 1;
             d_cnt[u] -= 1;
-            if !needed[r.index()] || mirror[r.index()] {
+            if !needed[r.index()] {
                 d_bad[p] += 1;
                 d_bad[u] -= 1;
+            }
+            if mirror[r.index()] {
+                d_mirror[p] += 1;
+                d_mirror[u] -= 1;
             }
         }
     }
     let mut cnt = vec![0i64; np];
+    let mut extra = vec![0i64; np];
     let mut eligible = vec![false; np];
-    let (mut c, mut b) = (0i64, 0i64);
+    let (mut c, mut b, mut mcnt) = (0i64, 0i64, 0i64);
     for p in 0..np {
         c += d_cnt[p];
         b += d_bad[p];
+        mcnt += d_mirror[p];
         cnt[p] = c;
-        eligible[p] = b == 0 && p + 1 < np;
+        extra[p] = b;
+        eligible[p] = mcnt == 0 && p + 1 < np;
     }
-    // choose kappa
+    // choose the cuts: positions whose crossing values the backward reads
+    // anyway (free to keep) when there are enough of them, else any position;
+    // in both cases those with at most kappa crossing values, kappa the
+    // smallest count giving about 2·sqrt(P) cuts.
     let target = ((2.0 * (np as f64).sqrt()).ceil() as usize).max(1);
-    let mut hist: Vec<usize> = Vec::new();
-    for p in 0..np {
-        if eligible[p] {
-            let k = cnt[p].max(0) as usize;
-            if hist.len() <= k {
-                hist.resize(k + 1, 0);
+    let choose = |free_only: bool| -> (Vec<bool>, usize) {
+        let mut hist: Vec<usize> = Vec::new();
+        for p in 0..np {
+            if eligible[p] && (!free_only || extra[p] == 0) {
+                let k = cnt[p].max(0) as usize;
+                if hist.len() <= k {
+                    hist.resize(k + 1, 0);
+                }
+                hist[k] += 1;
             }
-            hist[k] += 1;
         }
-    }
-    let total_eligible: usize = hist.iter().sum();
-    let want = target.min(total_eligible);
-    let mut kappa = 0usize;
-    let mut acc = 0usize;
-    for (k, &h) in hist.iter().enumerate() {
-        acc += h;
-        kappa = k;
-        if acc >= want {
-            break;
+        let total: usize = hist.iter().sum();
+        let want = target.min(total);
+        let (mut kappa, mut acc) = (0usize, 0usize);
+        for (k, &h) in hist.iter().enumerate() {
+            acc += h;
+            kappa = k;
+            if acc >= want {
+                break;
+            }
         }
-    }
-    let is_cut: Vec<bool> = (0..np).map(|p| eligible[p] && (cnt[p].max(0) as usize) <= kappa).collect();
+        let cut: Vec<bool> = (0..np)
+            .map(|p| eligible[p] && (!free_only || extra[p] == 0) && (cnt[p].max(0) as usize) <= kappa)
+            .collect();
+        (cut, total)
+    };
+    let (free_cut, n_free) = choose(true);
+    let is_cut = if n_free >= target { free_cut } else { choose(false).0 };
     // stage of each spine position
     let mut stage_of_pos = vec![0usize; np];
     let mut s = 0usize;
@@ -349,6 +372,10 @@ pub fn build_chain(f: &Func) -> Chain {
     }
     let bound_bytes: Vec<u64> =
         bounds.iter().map(|b| b.iter().map(|&v| f.ty(v).bytes()).fold(0u64, u64::saturating_add)).collect();
+    let bound_needed_bytes: Vec<u64> = bounds
+        .iter()
+        .map(|b| b.iter().filter(|v| needed[v.index()]).map(|&v| f.ty(v).bytes()).fold(0u64, u64::saturating_add))
+        .collect();
     let needed_bytes =
         (0..nv).filter(|&v| needed[v] && !forced[v]).map(|v| f.values[v].ty.bytes()).fold(0u64, u64::saturating_add);
     Chain {
@@ -362,6 +389,7 @@ pub fn build_chain(f: &Func) -> Chain {
         stages,
         bounds,
         bound_bytes,
+        bound_needed_bytes,
         insert_at,
         needed_bytes,
         has_backward,

@@ -78,7 +78,11 @@ impl<'a> Emitter<'a> {
         let mut t = Vec::new();
         for j in a..b {
             t.extend_from_slice(&self.ch.stages[j].store);
-            if j + 1 < b || with_end {
+            if j + 1 < b {
+                // inner boundaries: only what the backward reads is kept
+                t.extend(self.ch.bounds[j + 1].iter().filter(|v| self.ch.needed[v.index()]));
+            } else if with_end {
+                // the boundary the rest of the plan restarts from
                 t.extend_from_slice(&self.ch.bounds[j + 1]);
             }
         }

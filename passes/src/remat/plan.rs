@@ -44,9 +44,10 @@ impl Plan {
     }
 }
 
-/// The weight of stage j in the one-level planners: its stored bytes plus its output boundary.
+/// The weight of stage j in the one-level planners: what storing it keeps
+/// (its stored values and the needed part of its output boundary).
 fn weight(ch: &Chain, j: usize) -> u64 {
-    ch.stages[j].store_bytes.saturating_add(ch.bound_bytes[j + 1])
+    ch.stages[j].store_bytes.saturating_add(ch.bound_needed_bytes[j + 1])
 }
 
 /// Paper Algorithm 2: walk the stages, accumulate bytes; at a cut, when the
@@ -156,6 +157,9 @@ pub struct Dp {
     store_u: Vec<usize>,
     bound_u: Vec<usize>,
     prefix: Vec<u64>,
+    /// prefix sums of store units + needed inner-boundary units (Store of a range)
+    keep_prefix: Vec<usize>,
+    bound_needed_u: Vec<usize>,
 }
 
 const INF: u64 = u64::MAX;
@@ -169,19 +173,22 @@ impl Dp {
         let units = |b: u64| -> usize { b.div_ceil(q).min(usize::MAX as u64 / 2) as usize };
         let store_u: Vec<usize> = ch.stages.iter().map(|st| units(st.store_bytes)).collect();
         let bound_u: Vec<usize> = ch.bound_bytes.iter().map(|&b| units(b)).collect();
+        let bound_needed_u: Vec<usize> = ch.bound_needed_bytes.iter().map(|&b| units(b)).collect();
         let mut prefix = vec![0u64; s + 1];
+        let mut keep_prefix = vec![0usize; s + 1];
         for j in 0..s {
             prefix[j + 1] = prefix[j].saturating_add(ch.stages[j].flops);
+            keep_prefix[j + 1] = keep_prefix[j] + store_u[j] + bound_needed_u[j + 1];
         }
-        // stage signatures: (flops, store, bound-before)
-        let mut sig_ids: HashMap<(u64, usize, usize), u32> = HashMap::new();
+        // stage signatures: (flops, store, bound-before, needed part of bound-before)
+        let mut sig_ids: HashMap<(u64, usize, usize, usize), u32> = HashMap::new();
         let mut sig = vec![0u32; s];
         let mut lead = vec![0u32; s];
         for j in 0..s {
             let n = sig_ids.len() as u32;
-            sig[j] = *sig_ids.entry((ch.stages[j].flops, store_u[j], bound_u[j])).or_insert(n);
+            sig[j] = *sig_ids.entry((ch.stages[j].flops, store_u[j], bound_u[j], bound_needed_u[j])).or_insert(n);
             let n = sig_ids.len() as u32;
-            lead[j] = *sig_ids.entry((ch.stages[j].flops, store_u[j], usize::MAX)).or_insert(n);
+            lead[j] = *sig_ids.entry((ch.stages[j].flops, store_u[j], usize::MAX, usize::MAX)).or_insert(n);
         }
         let w = s + 1;
         if (w as u64).saturating_mul(w as u64) > 40_000_000 {
@@ -224,6 +231,8 @@ impl Dp {
             store_u,
             bound_u,
             prefix,
+            keep_prefix,
+            bound_needed_u,
         };
         let mut order: Vec<usize> = (0..nk).collect();
         order.sort_by_key(|&k| dp.key_len[k]);
@@ -252,7 +261,9 @@ impl Dp {
         if b == a + 1 {
             return if self.store_u[a] <= m { (self.f(a, b), -1) } else { (INF, -1) };
         }
-        let mut best = (INF, -1);
+        // store the whole range at once (inner boundaries: only their needed part)
+        let all = self.keep_prefix[b] - self.keep_prefix[a] - self.bound_needed_u[b];
+        let mut best = if all <= m { (self.f(a, b), -1) } else { (INF, -1) };
         let need = self.store_u[a] + self.bound_u[a + 1];
         if need <= m {
             let r = self.get(a + 1, b, m - need);
