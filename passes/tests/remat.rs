@@ -1,0 +1,199 @@
+//! Remat end to end: gradients are bit-identical with and without remat, in
+//! every mode, on every generated model and on random graphs, on the plain
+//! interpreter and on an arena interpreter that keeps every value at its
+//! `ck.offset` (so overlapping live values, illegal in-place writes or a
+//! wrong plan would change the bits); the memplan checker passes.
+//!
+//! Pipeline as in the product: autodiff, in-place marking (the `inplace`
+//! pass when registered, else `mark_inplace_greedy`, the same legality rule),
+//! remat{mode}, memplan.
+
+use ckopt_interp::{Tensor, eval_op, random_inputs, run_func};
+use ckopt_ir::testgen::{GenConfig, gen_module};
+use ckopt_ir::{Func, Module, ValueId, verify_module};
+use ckopt_models::{GenOptions, ModelKind, generate};
+use ckopt_passes::PassManager;
+
+fn run_pipeline(m: &mut Module, text: &str) {
+    let mut pm = PassManager::parse(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+    pm.run(m).unwrap_or_else(|e| panic!("{text}: {e}"));
+}
+
+/// autodiff + in-place marks.
+fn grad_module(m: &Module) -> Module {
+    let mut g = m.clone();
+    run_pipeline(&mut g, "autodiff");
+    if ckopt_passes::registry().iter().any(|p| p.name == "inplace") {
+        run_pipeline(&mut g, "inplace");
+    } else {
+        for f in &mut g.funcs {
+            ckopt_passes::inplace::mark_inplace_greedy(f);
+        }
+    }
+    g
+}
+
+fn bits(ts: &[Tensor]) -> Vec<Vec<u32>> {
+    ts.iter().map(|t| t.data.iter().map(|x| x.to_bits()).collect()).collect()
+}
+
+/// Runs `f` keeping every op result in one arena at its `ck.offset`.
+fn run_arena(f: &Func, inputs: &[Tensor]) -> Vec<Tensor> {
+    let arena_bytes = f.attrs.get("ck.arena_bytes").and_then(|a| a.as_int()).expect("memplan ran") as usize;
+    let mut arena = vec![f32::NAN; arena_bytes.div_ceil(4)];
+    let mut arg: Vec<Option<&Tensor>> = vec![None; f.values.len()];
+    for (p, t) in f.params.iter().zip(inputs) {
+        arg[p.value.index()] = Some(t);
+    }
+    let mut where_: Vec<Option<usize>> = vec![None; f.values.len()];
+    let read = |arena: &Vec<f32>, where_: &Vec<Option<usize>>, v: ValueId| -> Tensor {
+        if let Some(t) = arg[v.index()] {
+            return t.clone();
+        }
+        let off = where_[v.index()].expect("value defined");
+        let ty = f.ty(v);
+        let n = ty.elems() as usize;
+        Tensor::new(ty.shape.iter().map(|&d| d as usize).collect(), arena[off..off + n].to_vec()).unwrap()
+    };
+    for op in &f.body {
+        let ins: Vec<Tensor> = op.operands.iter().map(|&v| read(&arena, &where_, v)).collect();
+        let Some(r) = op.result else {
+            return ins;
+        };
+        let refs: Vec<&Tensor> = ins.iter().collect();
+        let out = eval_op(op, f, &refs).expect("eval");
+        let off = op.int_attr("ck.offset").expect("every result placed") as usize;
+        assert_eq!(off % 4, 0);
+        let off = off / 4;
+        arena[off..off + out.data.len()].copy_from_slice(&out.data);
+        where_[r.index()] = Some(off);
+    }
+    Vec::new()
+}
+
+const MODES: &[&str] = &[
+    "remat{mode=sqrt}",
+    "remat{mode=log}",
+    "remat{mode=log k=2}",
+    "remat{mode=greedy}",
+    "remat{mode=greedy search=false}",
+];
+
+/// Checks every mode on `m` (a module with forward function `name`).
+fn check_all_modes(m: &Module, name: &str, seed: u64) -> Vec<(String, u64, u64)> {
+    let g = grad_module(m);
+    let gname = format!("{name}_grad");
+    let f = g.func(&gname).expect("grad function");
+    let inputs = random_inputs(f, seed);
+    let base = bits(&run_func(&g, &gname, &inputs).expect("base run"));
+    let base_peak = ckopt_passes::analysis::memory_report(f).temp_peak_bytes;
+    let mut modes: Vec<String> = MODES.iter().map(|s| s.to_string()).collect();
+    // optimal at a budget between the log plan and no remat
+    modes.push(format!("remat{{mode=optimal budget={}}}", base_peak.max(1)));
+    let mut out = Vec::new();
+    for mode in modes {
+        let mut r = g.clone();
+        run_pipeline(&mut r, &format!("{mode},memplan"));
+        verify_module(&r).unwrap_or_else(|e| panic!("{mode}: {e}"));
+        ckopt_passes::memplan_check::check_module(&r, 64).unwrap_or_else(|e| panic!("{mode}: memplan checker: {e}"));
+        let got = bits(&run_func(&r, &gname, &inputs).expect("remat run"));
+        assert_eq!(got, base, "{name}: {mode}: gradients differ from no remat (plain interpreter)");
+        let rf = r.func(&gname).expect("grad");
+        let arena = bits(&run_arena(rf, &inputs));
+        assert_eq!(arena, base, "{name}: {mode}: gradients differ from no remat (arena interpreter)");
+        let rep = ckopt_passes::analysis::memory_report(rf);
+        out.push((mode, rep.temp_peak_bytes, rep.recompute_flops));
+    }
+    out
+}
+
+/// Every generated model, every mode: bit-identical gradients.
+#[test]
+fn every_model_every_mode_bit_identical() {
+    let models: &[(ModelKind, GenOptions)] = &[
+        (ModelKind::Mlp, GenOptions { depth: Some(12), width: Some(8), batch: Some(4), ..Default::default() }),
+        (ModelKind::Resmlp, GenOptions { depth: Some(6), width: Some(8), batch: Some(4), ..Default::default() }),
+        (ModelKind::Lstm, GenOptions { depth: Some(2), width: Some(4), batch: Some(2), seq: Some(6), ..Default::default() }),
+        (ModelKind::Resnet, GenOptions { depth: Some(3), batch: Some(2), ..Default::default() }),
+        (ModelKind::Transformer, GenOptions { depth: Some(2), width: Some(8), batch: Some(2), seq: Some(4), heads: Some(2), ..Default::default() }),
+    ];
+    for (k, o) in models {
+        let m = generate(*k, o).unwrap_or_else(|e| panic!("{}: {e}", k.name()));
+        let res = check_all_modes(&m, k.name(), 1);
+        // sqrt must not increase memory on these chains
+        let g = grad_module(&m);
+        let base = ckopt_passes::analysis::memory_report(g.func(&format!("{}_grad", k.name())).unwrap()).temp_peak_bytes;
+        let sqrt = res.iter().find(|r| r.0 == "remat{mode=sqrt}").unwrap();
+        assert!(sqrt.1 <= base, "{}: sqrt peak {} > no-remat {}", k.name(), sqrt.1, base);
+    }
+}
+
+/// Random graphs (the shared generator), with and without mirror/checkpoint
+/// annotations: bit-identical gradients in every mode.
+#[test]
+fn random_graphs_every_mode_bit_identical() {
+    let cfgs = [GenConfig { max_ops: 30, ..GenConfig::default() }, GenConfig { max_ops: 30, ..GenConfig::default() }.annotated()];
+    let mut checked = 0;
+    for (ci, cfg) in cfgs.iter().enumerate() {
+        for seed in 0..24u64 {
+            let m = gen_module(cfg, seed * 7 + ci as u64);
+            let mut g = m.clone();
+            let Ok(mut pm) = PassManager::parse("autodiff") else { panic!("autodiff") };
+            if pm.run(&mut g).is_err() || g.func("f_grad").is_none() {
+                continue;
+            }
+            check_all_modes(&m, "f", seed);
+            checked += 1;
+        }
+    }
+    assert!(checked >= 30, "only {checked} random graphs had a gradient");
+}
+
+/// Dropout recomputation reproduces the mask: an MLP with dropout after every
+/// relu, remat recomputes the dropouts (ck.mirror forces it), and gradients
+/// are bit-identical to no remat.
+#[test]
+fn dropout_recomputation_reproduces_the_mask() {
+    let mut m = generate(ModelKind::Mlp, &GenOptions { depth: Some(6), width: Some(16), batch: Some(8), ..Default::default() }).unwrap();
+    // insert a dropout after every relu
+    {
+        let f = &mut m.funcs[0];
+        let old = std::mem::take(&mut f.body);
+        let mut rename: Vec<ValueId> = (0..f.values.len() as u32).map(ValueId).collect();
+        let mut seed = 11i64;
+        for mut op in old {
+            for o in op.operands.iter_mut() {
+                *o = rename[o.index()];
+            }
+            let is_relu = op.kind == ckopt_ir::OpKind::Relu;
+            let r = op.result;
+            f.body.push(op);
+            if let (true, Some(r)) = (is_relu, r) {
+                let mut a = ckopt_ir::Attrs::new();
+                a.insert("rate".into(), ckopt_ir::Attr::F32(0.3));
+                a.insert("seed".into(), ckopt_ir::Attr::Int(seed));
+                a.insert("ck.mirror".into(), ckopt_ir::Attr::Unit);
+                seed += 1;
+                let d = f.push(ckopt_ir::OpKind::Dropout, &[r], a, None, "drop", ckopt_ir::Loc::unknown()).unwrap();
+                rename.resize(f.values.len(), ValueId(0));
+                rename[r.index()] = d;
+                rename[d.index()] = d;
+            }
+        }
+    }
+    verify_module(&m).unwrap();
+    let g = grad_module(&m);
+    let f = g.func("mlp_grad").unwrap();
+    let inputs = random_inputs(f, 3);
+    let base = bits(&run_func(&g, "mlp_grad", &inputs).unwrap());
+    for mode in ["remat{mode=sqrt}", "remat{mode=log}", "remat{mode=greedy}"] {
+        let mut r = g.clone();
+        run_pipeline(&mut r, &format!("{mode},memplan"));
+        let rf = r.func("mlp_grad").unwrap();
+        let recomputed_dropouts =
+            rf.body.iter().filter(|o| o.kind == ckopt_ir::OpKind::Dropout && o.has_attr("ck.recompute")).count();
+        assert!(recomputed_dropouts >= 6, "{mode}: dropouts recomputed: {recomputed_dropouts}");
+        assert_eq!(bits(&run_func(&r, "mlp_grad", &inputs).unwrap()), base, "{mode}: dropout mask changed");
+        assert_eq!(bits(&run_arena(rf, &inputs)), base, "{mode}: arena run differs");
+    }
+}
