@@ -183,7 +183,7 @@ pub fn autodiff_with_stats(module: &mut Module, opts: &AutodiffOptions) -> Resul
                     format!("autodiff: function @{} does not return a scalar loss first: {what} (expected tensor<f32>)", f.name),
                 );
                 if let Some(r) = f.return_op() {
-                    d = d.with_note(Diag::note(r.loc.clone(), "the first returned value is the loss"));
+                    d = d.with_note(Diag::note(r.loc.clone(), "the loss would be the first value returned here"));
                 }
                 return Err(d.into());
             }
