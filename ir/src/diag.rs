@@ -91,12 +91,14 @@ impl Diag {
                 if let Some(line) = src.lines().nth(self.loc.line as usize - 1) {
                     out.push_str(line);
                     out.push('\n');
-                    let col = (self.loc.col.max(1) - 1) as usize;
-                    let pad: String = line
-                        .chars()
-                        .take(col)
-                        .map(|c| if c == '\t' { '\t' } else { ' ' })
-                        .collect();
+                    // Columns count bytes (as MLIR's do); the caret is placed
+                    // under the character that starts at that byte.
+                    let mut col = ((self.loc.col.max(1) - 1) as usize).min(line.len());
+                    while !line.is_char_boundary(col) {
+                        col -= 1;
+                    }
+                    let pad: String =
+                        line[..col].chars().map(|c| if c == '\t' { '\t' } else { ' ' }).collect();
                     out.push_str(&pad);
                     out.push_str("^\n");
                 }
@@ -160,5 +162,13 @@ mod tests {
         let d = Diag::error(Loc::new(Arc::from("a.ck"), 2, 5), "bad");
         let r = d.render(Some("line one\n    %x = foo\n"));
         assert_eq!(r, "a.ck:2:5: error: bad\n    %x = foo\n    ^\n");
+    }
+    #[test]
+    fn caret_column_counts_bytes() {
+        // "é" is two bytes: byte column 5 is the 'x' after "é, ".
+        let d = Diag::error(Loc::new(Arc::from("a.ck"), 1, 5), "bad");
+        assert_eq!(d.render(Some("é, x\n")), "a.ck:1:5: error: bad\né, x\n   ^\n");
+        let far = Diag::error(Loc::new(Arc::from("a.ck"), 1, 99), "bad");
+        assert!(far.render(Some("ab\n")).ends_with("ab\n  ^\n"));
     }
 }
