@@ -1,0 +1,143 @@
+//! End-to-end tests of the cpu backend against the interpreter (the
+//! oracle): every ckopt-gen model at a small size through autodiff and
+//! memplan, with and without remat (and with inplace when registered), and
+//! random graphs of `ckopt_ir::testgen`. Also the Trainer: remat{mode=sqrt}
+//! gives the no-remat losses step for step.
+//! Tolerance: |cpu - interp| <= 1e-4 * max(1, |interp|) per element.
+
+use super::*;
+use ckopt_ir::testgen::{GenConfig, gen_module};
+
+fn close(got: &[f32], want: &[f32]) -> Result<(), String> {
+    if got.len() != want.len() {
+        return Err(format!("length {} vs {}", got.len(), want.len()));
+    }
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        if !((g.is_nan() && w.is_nan()) || g == w || (g - w).abs() <= 1e-4 * w.abs().max(1.0)) {
+            return Err(format!("element {i}: cpu {g}, interp {w}"));
+        }
+    }
+    Ok(())
+}
+
+/// Runs every function of `m` on interp and cpu with seeded inputs and compares.
+fn check_module(m: &Module, what: &str) -> Result<(), String> {
+    for f in &m.funcs {
+        let mut interp = compile(m, &f.name, Target::Interp).map_err(|e| format!("{what} @{}: {e}", f.name))?;
+        let mut cpu = compile(m, &f.name, Target::Cpu).map_err(|e| format!("{what} @{}: {e}", f.name))?;
+        let inputs = interp.random_inputs(3).map_err(|e| e.to_string())?;
+        let want = interp.run(&inputs).map_err(|e| format!("{what} @{} interp: {e}", f.name))?;
+        let got = cpu.run(&inputs).map_err(|e| format!("{what} @{} cpu: {e}", f.name))?;
+        let rep = cpu.report().ok_or("no report")?;
+        if rep.arena_allocated_bytes != rep.arena_bytes {
+            return Err(format!("{what} @{}: arena {} allocated for {}", f.name, rep.arena_allocated_bytes, rep.arena_bytes));
+        }
+        for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+            close(&g.data, &w.data).map_err(|e| format!("{what} @{} result {k}: {e}", f.name))?;
+        }
+    }
+    Ok(())
+}
+
+fn small(kind: ModelKind) -> GenOptions {
+    let mut o = GenOptions::default();
+    for &(opt, _) in kind.options() {
+        let v = match opt {
+            SizeOpt::Depth => 3,
+            SizeOpt::Width => 8,
+            SizeOpt::Batch => 2,
+            SizeOpt::Seq => 3,
+            SizeOpt::Heads => 2,
+            SizeOpt::Channels => 3,
+            SizeOpt::Image => 6,
+            SizeOpt::Classes => 3,
+        };
+        o.set(opt, Some(v));
+    }
+    o
+}
+
+fn has_pass(name: &str) -> bool {
+    ckopt_passes::registry().iter().any(|p| p.name == name)
+}
+
+#[test]
+fn every_model_forward_and_gradient_on_cpu_match_interp_with_and_without_remat() {
+    let mut pipelines = vec!["autodiff,memplan".to_string(), "autodiff,remat{mode=sqrt},memplan".to_string()];
+    if has_pass("inplace") {
+        pipelines.push("autodiff,inplace,remat{mode=sqrt},memplan".into());
+    }
+    let mut failures = Vec::new();
+    for kind in ModelKind::ALL {
+        for p in &pipelines {
+            let mut m = model(kind, &small(kind)).unwrap();
+            if let Err(e) = optimize(&mut m, p) {
+                failures.push(format!("{} with {p}: {e}", kind.name()));
+                continue;
+            }
+            assert_eq!(m.funcs.len(), 2, "{} with {p}: the model and its gradient", kind.name());
+            if let Err(e) = check_module(&m, &format!("{} with {p}", kind.name())) {
+                failures.push(e);
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn random_graphs_on_cpu_match_interp_planned_and_rematerialized() {
+    let mut failures = Vec::new();
+    let cfg = GenConfig { max_ops: 25, ..Default::default() };
+    for seed in 0..24u64 {
+        let base = gen_module(&cfg, seed);
+        let mut m = base.clone();
+        if let Err(e) = optimize(&mut m, "memplan") {
+            failures.push(format!("seed {seed} memplan: {e}"));
+            continue;
+        }
+        if let Err(e) = check_module(&m, &format!("seed {seed}")) {
+            failures.push(e);
+        }
+        // With gradients and sqrt remat, when the function returns a scalar loss first.
+        let mut g = base.clone();
+        if optimize(&mut g, "autodiff,remat{mode=sqrt},memplan").is_ok() {
+            if let Err(e) = check_module(&g, &format!("seed {seed} (autodiff, remat)")) {
+                failures.push(e);
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn sgd_losses_with_sqrt_remat_equal_the_no_remat_run_step_for_step() {
+    let opts = GenOptions { depth: Some(6), width: Some(8), batch: Some(4), ..Default::default() };
+    let base = model(ModelKind::Resmlp, &opts).unwrap();
+    let mut losses = Vec::new();
+    for remat in ["none", "sqrt"] {
+        let mut m = base.clone();
+        optimize(&mut m, &Options { remat: remat.into(), ..Default::default() }.pipeline()).unwrap();
+        let mut t = Trainer::new(&m, "resmlp", Target::Cpu, 0.05).unwrap();
+        let mut args = t.compiled().random_inputs(1).unwrap();
+        let l: Vec<f32> = (0..4).map(|_| t.step(&mut args).unwrap()).collect();
+        losses.push(l);
+    }
+    assert!(losses[0][3] < losses[0][0], "training lowers the loss: {:?}", losses[0]);
+    for (a, b) in losses[0].iter().zip(&losses[1]) {
+        assert!((a - b).abs() <= 1e-5 * a.abs().max(1.0), "{:?} vs {:?}", losses[0], losses[1]);
+    }
+}
+
+#[test]
+fn bad_input_is_an_error_value() {
+    let e = parse("module { func.func @f(", "bad.ck").unwrap_err();
+    assert!(e.to_string().contains("bad.ck:1:"), "{e}");
+    let m = parse(
+        "module {\n  func.func @h(%x: tensor<2xf16>) -> tensor<2xf16> {\n    %y = \"ck.neg\"(%x) : (tensor<2xf16>) -> tensor<2xf16>\n    \"ck.return\"(%y) : (tensor<2xf16>) -> ()\n  }\n}\n",
+        "h.ck",
+    )
+    .unwrap();
+    let e = compile(&m, "h", Target::Cpu).err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(e.contains("'ck.neg' op") && e.contains("f16"), "{e}");
+    assert!(compile(&m, "nope", Target::Cpu).is_err());
+}
