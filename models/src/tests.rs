@@ -195,3 +195,36 @@ fn mlp_and_resmlp_block_values_are_at_most_one_activation_unit() {
         assert_eq!(units, 3 * per_block + 2, "{k}");
     }
 }
+
+#[test]
+fn any_option_values_give_a_verified_module_or_an_error_never_a_panic() {
+    // Edge values for every option (1, small, odd, the limit, past the limit,
+    // and values whose products overflow u64), combined over each model's
+    // options two at a time, the rest at small sizes. Huge depths are
+    // refused by the op limit before anything is built.
+    let values = [0, 1, 2, 3, 7, 1 << 20, MAX_DIM, MAX_DIM + 1, u64::MAX];
+    for k in ModelKind::ALL {
+        let base = small(k);
+        let names: Vec<SizeOpt> = k.options().iter().map(|(o, _)| *o).collect();
+        for (ai, &a) in names.iter().enumerate() {
+            for &b in &names[ai..] {
+                for &va in &values {
+                    for &vb in &values {
+                        let mut o = base.clone();
+                        o.set(a, Some(va));
+                        o.set(b, Some(vb));
+                        // Keep the big cases cheap: only depth 1 when sizes are huge.
+                        if (va > 1000 || vb > 1000) && a != SizeOpt::Depth && b != SizeOpt::Depth {
+                            o.depth = Some(1);
+                        }
+                        if let Ok(m) = generate(k, &o)
+                            && let Err(d) = verify_module(&m)
+                        {
+                            panic!("{k} {o:?} generated but does not verify:\n{d}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
