@@ -328,6 +328,48 @@ mod tests {
         assert!(r.contains("cse\n  (S) 5 num-cse'd\n"), "{r}");
         assert!(r.contains("dce\n"), "{r}");
     }
+    /// A pass that breaks the IR is caught by verify-each, and the error
+    /// names the pass; with verify-each off the broken module comes back.
+    #[test]
+    fn verify_each_labels_errors_with_the_pass() {
+        struct Breaker;
+        impl Pass for Breaker {
+            fn run(&self, m: &mut Module, _: &mut Statistics) -> Result<(), Diags> {
+                for f in &mut m.funcs {
+                    f.body.clear();
+                }
+                Ok(())
+            }
+        }
+        static INFO: PassInfo = PassInfo {
+            name: "breaker",
+            summary: "test pass",
+            options: &[],
+            build: |_| Ok(Box::new(Breaker)),
+        };
+        let mk = || PipelineEntry { info: &INFO, options: PassOptions::default(), pass: Box::new(Breaker) };
+        let mut f = ckopt_ir::Func::new("f", Loc::unknown());
+        f.push_return(&[], Loc::unknown());
+        let m = Module { funcs: vec![f] };
+        let mut pm = PassManager::new(vec![mk()]);
+        let err = pm.run(&mut m.clone()).expect_err("verify-each catches the broken body");
+        assert!(err.0[0].message.starts_with("after pass breaker: "), "{err}");
+        let mut pm = PassManager::new(vec![mk()]);
+        pm.verify_each = false;
+        let mut m2 = m.clone();
+        assert!(pm.run(&mut m2).is_ok());
+        assert!(m2.funcs[0].body.is_empty());
+        assert_eq!(pm.timings.len(), 1);
+    }
+    /// Unknown passes and options are errors that list the valid names.
+    #[test]
+    fn unknown_names_list_the_valid_ones() {
+        let e = parse_pipeline("cse,nope").err().expect("unknown pass");
+        assert!(e.contains("unknown pass 'nope'") && e.contains("canonicalize") && e.contains("dce"), "{e}");
+        let e = parse_pipeline("dce{x=1}").err().expect("unknown option");
+        assert!(e.contains("pass 'dce' has no option 'x'"), "{e}");
+        assert!(parse_pipeline("").map(|p| p.is_empty()).unwrap_or(false));
+    }
     #[test]
     fn byte_units() {
         assert_eq!(parse_bytes("48MiB"), Ok(48 << 20));
