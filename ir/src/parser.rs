@@ -728,10 +728,10 @@ impl<'a> Parser<'a> {
             ty = Some((tt, self.span(tt)));
         }
         let tyname = ty.map(|(_, n)| n);
-        if let Some((tt, n)) = ty {
-            if !matches!(n, "i64" | "f32" | "f64") {
-                return self.err(tt, format!("unsupported attribute type '{n}' (ck uses i64 integers and f32 floats)"));
-            }
+        if let Some((tt, n)) = ty
+            && !matches!(n, "i64" | "f32" | "f64")
+        {
+            return self.err(tt, format!("unsupported attribute type '{n}' (ck uses i64 integers and f32 floats)"));
         }
         match (t.k, tyname) {
             (K::Int, None | Some("i64")) => match s.parse::<i64>() {
@@ -874,12 +874,12 @@ impl<'a> Parser<'a> {
             }
         }
         let r = self.parse_op_rest(f, scope, result_tok);
-        if r.is_err() {
-            if let Some(rt) = result_tok {
-                let n = &self.span(rt)[1..];
-                if !scope.names.contains_key(n) {
-                    scope.poisoned.insert(n);
-                }
+        if r.is_err()
+            && let Some(rt) = result_tok
+        {
+            let n = &self.span(rt)[1..];
+            if !scope.names.contains_key(n) {
+                scope.poisoned.insert(n);
             }
         }
         r
@@ -1001,10 +1001,10 @@ impl<'a> Parser<'a> {
         let result = match out_tys.into_iter().next() {
             Some(ty) => {
                 let name = result_tok.map(|rt| &self.span(rt)[1..]).unwrap_or("");
-                if let Some(rt) = result_tok {
-                    if let Some(&(_, line)) = scope.names.get(name) {
-                        return self.err(rt, format!("redefinition of value '%{name}' (previously defined at line {line})"));
-                    }
+                if let Some(rt) = result_tok
+                    && let Some(&(_, line)) = scope.names.get(name)
+                {
+                    return self.err(rt, format!("redefinition of value '%{name}' (previously defined at line {line})"));
                 }
                 let v = f.new_value(name, ty);
                 if let Some(rt) = result_tok {
@@ -1139,7 +1139,7 @@ func.func @g() -> tensor<f32> {
         let big = "func.func @f(%x: tensor<99999999999999999999999xf32>) {\n}\n";
         assert!(errs(big)[0].contains("does not fit in u64"));
         let bad = b"func.func @f() {\n  \xff\n}\n";
-        let e = parse_module_bytes(bad, "b.ck").unwrap_err();
+        let e = parse_module_bytes(bad, "b.ck").expect_err("invalid UTF-8");
         assert_eq!(e.0[0].to_string(), "b.ck:2:3: error: invalid UTF-8 in input");
         for cut in 0..MLP.len() {
             if MLP.is_char_boundary(cut) {
@@ -1231,7 +1231,7 @@ func.func @g() -> tensor<f32> {
     #[test]
     fn parse_at_offsets_lines() {
         let text = "func.func @f() {\n  \"ck.nope\"() : () -> ()\n}\n";
-        let e = parse_module_at(text, "s.ck", 10).unwrap_err();
+        let e = parse_module_at(text, "s.ck", 10).expect_err("unknown op");
         assert_eq!(e.0[0].loc.line, 11);
     }
 }
