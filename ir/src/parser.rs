@@ -360,6 +360,9 @@ struct Scope<'a> {
     names: HashMap<&'a str, (ValueId, u32)>,
     /// Names whose definition failed to parse: uses of them are not reported again.
     poisoned: HashSet<&'a str>,
+    /// The text of the type each value was declared with, indexed by
+    /// `ValueId`: an operand type spelled the same way needs no parsing.
+    ty_span: Vec<&'a str>,
 }
 
 struct Parser<'a> {
@@ -368,6 +371,8 @@ struct Parser<'a> {
     tok: Tok,
     file: Arc<str>,
     diags: Diags,
+    /// Text of the last tensor type parsed.
+    last_type_span: &'a str,
 }
 
 fn edit_distance(a: &str, b: &str) -> usize {
@@ -404,7 +409,7 @@ impl<'a> Parser<'a> {
     fn new(text: &'a str, file: &str, first_line: u32) -> Self {
         let mut lx = Lexer { text, b: text.as_bytes(), pos: 0, line: first_line, line_start: 0, bad: String::new(), last_end: (first_line, 1) };
         let tok = lx.next();
-        Parser { text, lx, tok, file: Arc::from(file), diags: Diags::new() }
+        Parser { text, lx, tok, file: Arc::from(file), diags: Diags::new(), last_type_span: "" }
     }
 
     fn bump(&mut self) -> Tok {
@@ -527,6 +532,7 @@ impl<'a> Parser<'a> {
     fn parse_type(&mut self) -> PResult<TensorType> {
         if self.tok.k == K::Tensor {
             let t = self.bump();
+            self.last_type_span = self.span(t);
             return self.tensor_type(t);
         }
         if self.tok.k == K::Ident {
@@ -607,6 +613,43 @@ impl<'a> Parser<'a> {
         }
         loop {
             v.push(self.parse_type()?);
+            if self.is_punct(b',') {
+                self.bump();
+            } else {
+                self.expect_punct(b')', "to close the type list")?;
+                return Ok(v);
+            }
+        }
+    }
+
+    /// An op's operand type list `(T, ...)`. An entry is `None` when the
+    /// type is spelled exactly like the declaration of the operand in the
+    /// same position (so it is that type), else the parsed type.
+    fn parse_operand_types(
+        &mut self,
+        operands: &[(Tok, Option<ValueId>)],
+        scope: &Scope<'a>,
+    ) -> PResult<Vec<Option<TensorType>>> {
+        self.expect_punct(b'(', "to open the operand types")?;
+        let mut v = Vec::new();
+        if self.is_punct(b')') {
+            self.bump();
+            return Ok(v);
+        }
+        loop {
+            let same = self.tok.k == K::Tensor
+                && operands
+                    .get(v.len())
+                    .and_then(|(_, id)| *id)
+                    .and_then(|id| scope.ty_span.get(id.index()))
+                    .is_some_and(|&s| s == self.span(self.tok));
+            if same {
+                let t = self.bump();
+                self.last_type_span = self.span(t);
+                v.push(None);
+            } else {
+                v.push(Some(self.parse_type()?));
+            }
             if self.is_punct(b',') {
                 self.bump();
             } else {
@@ -790,7 +833,7 @@ impl<'a> Parser<'a> {
             raw[1..].to_string()
         };
         let mut f = Func::new(name, self.loc(ft));
-        let mut scope = Scope { names: HashMap::new(), poisoned: HashSet::new() };
+        let mut scope = Scope { names: HashMap::new(), poisoned: HashSet::new(), ty_span: Vec::new() };
         self.parse_signature(&mut f, &mut scope).ok()?;
         // Body.
         self.expect_punct(b'{', "to open the function body").ok()?;
@@ -841,6 +884,7 @@ impl<'a> Parser<'a> {
                     return self.err(vt, format!("redefinition of value '%{name}' (previously defined at line {line})"));
                 }
                 let v = f.new_value(name, ty);
+                scope.ty_span.push(self.last_type_span);
                 scope.names.insert(name, (v, vt.line));
                 f.params.push(Param { value: v, attrs });
                 if self.is_punct(b',') {
@@ -900,9 +944,14 @@ impl<'a> Parser<'a> {
             return self.expected(if result_tok.is_some() { "an op name \"ck.name\"" } else { "an op or '}'" });
         }
         self.bump();
-        let opname = match decode_string(self.span(nt)) {
-            Ok(s) => s,
-            Err(m) => return self.err(nt, m),
+        let span = self.span(nt);
+        let opname: std::borrow::Cow<'a, str> = if span.contains('\\') {
+            match decode_string(span) {
+                Ok(s) => s.into(),
+                Err(m) => return self.err(nt, m),
+            }
+        } else {
+            span.get(1..span.len().saturating_sub(1).max(1)).unwrap_or("").into()
         };
         let kind = match opname.strip_prefix("ck.") {
             Some(short) => match OpKind::from_name(short) {
@@ -956,7 +1005,7 @@ impl<'a> Parser<'a> {
         let attrs = if self.is_punct(b'{') { self.parse_dict(0)? } else { Attrs::new() };
         self.expect_punct(b':', "before the op's type")?;
         let tl = self.tok;
-        let in_tys = self.parse_type_list("to open the operand types")?;
+        let in_tys = self.parse_operand_types(&operands, scope)?;
         if self.tok.k != K::Arrow {
             return self.expected("'->' in the op's type");
         }
@@ -980,6 +1029,10 @@ impl<'a> Parser<'a> {
         let mut ids = Vec::with_capacity(operands.len());
         for ((vt, v), ty) in operands.iter().zip(&in_tys) {
             let Some(v) = *v else { continue };
+            let Some(ty) = ty else {
+                ids.push(v); // spelled exactly as declared
+                continue;
+            };
             if f.ty(v) != ty {
                 let msg = format!(
                     "use of value '{}' expects different type than prior uses: '{}' vs '{}'",
@@ -1007,6 +1060,7 @@ impl<'a> Parser<'a> {
                     return self.err(rt, format!("redefinition of value '%{name}' (previously defined at line {line})"));
                 }
                 let v = f.new_value(name, ty);
+                scope.ty_span.push(self.last_type_span);
                 if let Some(rt) = result_tok {
                     scope.names.insert(name, (v, rt.line));
                 }

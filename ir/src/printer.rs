@@ -7,29 +7,41 @@
 
 use crate::attr::{Attr, format_dict, is_bare_key};
 use crate::func::{Func, Module};
+use crate::types::TensorType;
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
 
-fn sanitize(name: &str) -> String {
-    let mut s: String = name
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '$' | '-') { c } else { '_' })
-        .collect();
+/// A valid MLIR value name for `name`: borrowed when it already is one.
+fn sanitize(name: &str) -> Cow<'_, str> {
+    let ok_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '$' | '-');
+    let starts_digit = name.starts_with(|c: char| c.is_ascii_digit());
+    // Names that start with a digit must be all digits in MLIR (`%0`).
+    let valid = !name.is_empty()
+        && name.chars().all(ok_char)
+        && (!starts_digit || name.bytes().all(|c| c.is_ascii_digit()));
+    if valid {
+        return Cow::Borrowed(name);
+    }
+    let mut s: String = name.chars().map(|c| if ok_char(c) { c } else { '_' }).collect();
     if s.is_empty() {
         s.push('v');
     }
-    // Names that start with a digit must be all digits in MLIR (`%0`).
     if s.starts_with(|c: char| c.is_ascii_digit()) && !s.chars().all(|c| c.is_ascii_digit()) {
         s.insert(0, 'v');
     }
-    s
+    Cow::Owned(s)
 }
 
 /// Unique printable names for every value of `f`, indexed by `ValueId`.
 /// Linear time: each stem remembers the next suffix to try, so many values
 /// with the same hint do not make the search quadratic.
 pub fn value_names(f: &Func) -> Vec<String> {
-    let mut used: HashSet<String> = HashSet::with_capacity(f.values.len());
+    unique_names(f).into_iter().map(Cow::into_owned).collect()
+}
+
+fn unique_names(f: &Func) -> Vec<Cow<'_, str>> {
+    let mut used: HashSet<Cow<'_, str>> = HashSet::with_capacity(f.values.len());
     let mut next: HashMap<String, usize> = HashMap::new();
     let mut names = Vec::with_capacity(f.values.len());
     for v in &f.values {
@@ -40,14 +52,14 @@ pub fn value_names(f: &Func) -> Vec<String> {
             continue;
         }
         // A suffixed all-digit name (`5_1`) would not be an MLIR identifier.
-        let stem = if base.bytes().all(|c| c.is_ascii_digit()) { format!("v{base}") } else { base };
+        let stem = if base.bytes().all(|c| c.is_ascii_digit()) { format!("v{base}") } else { base.into_owned() };
         let n = next.entry(stem.clone()).or_insert(1);
         loop {
             let cand = format!("{stem}_{n}");
             *n += 1;
-            if !used.contains(&cand) {
-                used.insert(cand.clone());
-                names.push(cand);
+            if !used.contains(cand.as_str()) {
+                used.insert(Cow::Owned(cand.clone()));
+                names.push(Cow::Owned(cand));
                 break;
             }
         }
@@ -56,8 +68,21 @@ pub fn value_names(f: &Func) -> Vec<String> {
 }
 
 pub fn print_func(f: &Func, out: &mut String) {
-    let names = value_names(f);
-    let tys: Vec<String> = f.values.iter().map(|v| v.ty.to_string()).collect();
+    let names = unique_names(f);
+    // Each distinct type is formatted once.
+    let mut uniq: Vec<String> = Vec::new();
+    let mut index: HashMap<&TensorType, usize> = HashMap::new();
+    let ty_ix: Vec<usize> = f
+        .values
+        .iter()
+        .map(|v| {
+            *index.entry(&v.ty).or_insert_with(|| {
+                uniq.push(v.ty.to_string());
+                uniq.len() - 1
+            })
+        })
+        .collect();
+    let tys: Vec<&str> = ty_ix.iter().map(|&i| uniq[i].as_str()).collect();
     if is_bare_key(&f.name) {
         let _ = write!(out, "  func.func @{}(", f.name);
     } else {
