@@ -114,3 +114,67 @@ pub fn mark_guided(f: &mut Func, prefer: impl Fn(usize) -> Option<usize>) -> usi
 pub fn mark_inplace_greedy(f: &mut Func) -> usize {
     mark_guided(f, |_| None)
 }
+
+/// What the pass did to one function.
+#[derive(Clone, Debug, Default)]
+pub struct InplaceReport {
+    pub sat: crate::eqsat::SatReport,
+    /// Ops carrying a (legal) `ck.inplace` mark afterwards.
+    pub inplace_ops: usize,
+    /// Ops whose extraction asked for an in-place form the side condition refused.
+    pub refused: usize,
+}
+
+/// The pass on one function: egg simplification and extraction, then the
+/// guided linear scan that writes only legal marks.
+pub fn inplace_func(f: &mut Func, limits: crate::eqsat::Limits) -> InplaceReport {
+    let (pref, sat) = crate::eqsat::simplify_func(f, limits);
+    let inplace_ops = mark_guided(f, |i| pref.get(i).copied().flatten());
+    let refused = pref
+        .iter()
+        .zip(&f.body)
+        .filter(|(p, op)| p.is_some() && op.int_attr(ATTR_INPLACE).map(|n| n as usize) != **p)
+        .count();
+    InplaceReport { sat, inplace_ops, refused }
+}
+
+struct InplacePass {
+    limits: crate::eqsat::Limits,
+}
+
+impl crate::manager::Pass for InplacePass {
+    fn run(&self, module: &mut ckopt_ir::Module, stats: &mut crate::manager::Statistics) -> Result<(), ckopt_ir::Diags> {
+        for f in &mut module.funcs {
+            let r = inplace_func(f, self.limits);
+            let n = &f.name;
+            stats.add(&format!("@{n}: e-graph stop reason"), &r.sat.stop_reason);
+            stats.add(&format!("@{n}: e-graph iterations"), r.sat.iterations);
+            stats.add(&format!("@{n}: e-nodes"), r.sat.enodes);
+            stats.add(&format!("@{n}: e-classes"), r.sat.eclasses);
+            for (rule, count) in &r.sat.applied {
+                if *count > 0 {
+                    stats.add(&format!("@{n}: rewrite {rule} applied"), count);
+                }
+            }
+            stats.add(&format!("@{n}: ops simplified away"), r.sat.ops_removed);
+            stats.add(&format!("@{n}: ops replaced by simpler ones"), r.sat.ops_replaced);
+            stats.add(&format!("@{n}: ops in place"), r.inplace_ops);
+            stats.add(&format!("@{n}: in-place forms refused by the side condition"), r.refused);
+        }
+        Ok(())
+    }
+}
+
+/// Registry constructor: reads the runner limits.
+pub fn build(opts: &crate::manager::PassOptions) -> Result<Box<dyn crate::manager::Pass>, String> {
+    let d = crate::eqsat::Limits::default();
+    let node_limit = opts.u64("node-limit", d.node_limit as u64)?;
+    let iter_limit = opts.u64("iter-limit", d.iter_limit as u64)?;
+    let ms = opts.u64("time-limit-ms", d.time_limit.as_millis() as u64)?;
+    let limits = crate::eqsat::Limits {
+        node_limit: usize::try_from(node_limit).unwrap_or(usize::MAX),
+        iter_limit: usize::try_from(iter_limit).unwrap_or(usize::MAX),
+        time_limit: std::time::Duration::from_millis(ms),
+    };
+    Ok(Box::new(InplacePass { limits }))
+}

@@ -9,6 +9,7 @@ pub mod autodiff;
 pub mod canonicalize;
 pub mod cse;
 pub mod dce;
+pub mod eqsat;
 pub mod inplace;
 pub mod manager;
 pub mod memplan;

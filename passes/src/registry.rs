@@ -57,6 +57,16 @@ static REGISTRY: &[PassInfo] = &[
         build: crate::dce::build,
     },
     PassInfo {
+        name: "inplace",
+        summary: "egg equality saturation: safe algebraic simplifications and in-place forms (ck.inplace) for ops whose operand dies there; never overwrites a buffer that is read later",
+        options: &[
+            OptionInfo { name: "node-limit", help: "stop saturating at this many e-nodes", default: "2000000" },
+            OptionInfo { name: "iter-limit", help: "stop saturating after this many iterations", default: "10" },
+            OptionInfo { name: "time-limit-ms", help: "stop saturating after this many milliseconds", default: "10000" },
+        ],
+        build: crate::inplace::build,
+    },
+    PassInfo {
         name: "memplan",
         summary: "liveness-based static allocation of every op result into one arena (best-fit, largest first); writes ck.offset and ck.arena_bytes, proven by the memplan checker",
         options: &[OptionInfo { name: "align", help: "alignment of every value in the arena, in bytes (a power of two)", default: "64" }],

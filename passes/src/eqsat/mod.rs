@@ -1,0 +1,436 @@
+//! Equality saturation over a function's dataflow (egg 0.11). The only place
+//! in ckopt that uses egg; `inplace.rs` is its client.
+//!
+//! Language (`CkLang`): one e-node per op, carrying its kind, its own
+//! attributes (not the `ck.*` pass attributes), its result type and a `uid`
+//! (1 + the index of the op it came from; 0 for e-nodes built by rewrites).
+//! The uid keeps distinct ops distinct: egg would otherwise hash-cons two
+//! identical ops into one e-class, which is CSE and would, for example, undo
+//! remat's recomputation or stretch lifetimes. Arguments are `Arg(i)` leaves.
+//! `InPlace { n }` is the same op writing its result over operand `n`: the
+//! same value, allocating no new bytes.
+//!
+//! Flow (`simplify_func`): translate (each value an e-class) → saturate with
+//! the named rules of `rules.rs` under the node, iteration and time limits
+//! (SimpleScheduler: every rule sees every match) → extract with a cost equal
+//! to the bytes each e-node newly allocates (0 for `InPlace`, the result
+//! size for an op, combined along the term by max so deep residual DAGs do
+//! not overflow a tree sum; ties go to the shallower term) → rebuild the body
+//! in the original schedule: op i becomes the best e-node of its e-class (or
+//! disappears if its e-class already has a value, as `x*1` → `x`), keeping
+//! the op's pass attributes when the e-node is its own. The in-place choice
+//! of each rebuilt op is returned as a preference; `inplace.rs` writes only
+//! the legal ones. Ops made dead by the rewrites are dropped.
+//!
+//! Limits (honest): one e-graph per function; on 100k-op functions it has
+//! about twice as many e-nodes as ops and saturates in 2–3 iterations, so
+//! the defaults (2M nodes, 10 iterations, 10 s) are not reached by the
+//! generated models; when a limit is hit the stop reason is reported and the
+//! partially saturated e-graph is still extracted (every e-node in a class is
+//! equivalent, so the result is sound, only less simplified).
+
+pub mod rules;
+
+use ckopt_ir::attr::format_dict;
+use ckopt_ir::ops::ATTR_INPLACE;
+use ckopt_ir::{Attrs, Func, Op, OpKind, TensorType, ValueId};
+use egg::{Analysis, CostFunction, DidMerge, EGraph, Extractor, Id, Language, Runner, SimpleScheduler, StopReason};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// An op's own attributes, compared and hashed by their printed form.
+#[derive(Clone, Debug)]
+pub struct AttrKey {
+    pub text: String,
+    pub attrs: Attrs,
+}
+
+impl AttrKey {
+    pub fn new(attrs: Attrs) -> Arc<AttrKey> {
+        Arc::new(AttrKey { text: format_dict(&attrs), attrs })
+    }
+}
+impl PartialEq for AttrKey {
+    fn eq(&self, o: &Self) -> bool {
+        self.text == o.text
+    }
+}
+impl Eq for AttrKey {}
+impl std::hash::Hash for AttrKey {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.text.hash(h)
+    }
+}
+impl PartialOrd for AttrKey {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for AttrKey {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        self.text.cmp(&o.text)
+    }
+}
+
+/// The operator of an e-node.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Head {
+    /// Function argument `i`.
+    Arg(u32),
+    /// An op computing into a new buffer.
+    Op { kind: OpKind, attrs: Arc<AttrKey> },
+    /// The same op writing its result over operand `n`.
+    InPlace { kind: OpKind, attrs: Arc<AttrKey>, n: u8 },
+}
+
+/// An e-node of the ck language.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CkNode {
+    pub head: Head,
+    pub ty: TensorType,
+    /// 1 + index of the op this e-node came from; 0 if built by a rewrite.
+    pub uid: u32,
+    pub children: Vec<Id>,
+}
+
+impl CkNode {
+    /// Kind and attributes of an op e-node, in place or not.
+    pub fn op(&self) -> Option<(OpKind, &Attrs)> {
+        match &self.head {
+            Head::Op { kind, attrs } | Head::InPlace { kind, attrs, .. } => Some((*kind, &attrs.attrs)),
+            Head::Arg(_) => None,
+        }
+    }
+    /// A new (uid 0) op e-node.
+    pub fn new_op(kind: OpKind, attrs: Attrs, ty: TensorType, children: Vec<Id>) -> CkNode {
+        CkNode { head: Head::Op { kind, attrs: AttrKey::new(attrs) }, ty, uid: 0, children }
+    }
+}
+
+impl Language for CkNode {
+    type Discriminant = (std::mem::Discriminant<Head>, Option<OpKind>);
+    fn discriminant(&self) -> Self::Discriminant {
+        (std::mem::discriminant(&self.head), self.op().map(|(k, _)| k))
+    }
+    /// Operator equality ignoring the uid (rules here are custom searchers,
+    /// but egg's pattern machinery relies on this meaning).
+    fn matches(&self, other: &Self) -> bool {
+        self.head == other.head && self.ty == other.ty && self.children.len() == other.children.len()
+    }
+    fn children(&self) -> &[Id] {
+        &self.children
+    }
+    fn children_mut(&mut self) -> &mut [Id] {
+        &mut self.children
+    }
+}
+
+/// E-class analysis: the (unique) tensor type of the class.
+#[derive(Clone, Debug, Default)]
+pub struct TypeOf;
+
+impl Analysis<CkNode> for TypeOf {
+    type Data = TensorType;
+    fn make(_eg: &mut EGraph<CkNode, Self>, enode: &CkNode, _id: Id) -> TensorType {
+        enode.ty.clone()
+    }
+    fn merge(&mut self, _a: &mut TensorType, _b: TensorType) -> DidMerge {
+        // Rewrites preserve types, so merged classes agree.
+        DidMerge(false, false)
+    }
+}
+
+pub type CkGraph = EGraph<CkNode, TypeOf>;
+
+/// Extraction cost: (newly allocated bytes along the costliest path, depth).
+pub struct NewBytes;
+
+impl CostFunction<CkNode> for NewBytes {
+    type Cost = (u64, u64);
+    fn cost<C>(&mut self, enode: &CkNode, mut costs: C) -> (u64, u64)
+    where
+        C: FnMut(Id) -> (u64, u64),
+    {
+        let own = match enode.head {
+            Head::Op { .. } => enode.ty.bytes(),
+            Head::InPlace { .. } | Head::Arg(_) => 0,
+        };
+        let (mut b, mut d) = (0u64, 0u64);
+        for &c in &enode.children {
+            let (cb, cd) = costs(c);
+            b = b.max(cb);
+            d = d.max(cd);
+        }
+        (own.saturating_add(b), d.saturating_add(1))
+    }
+}
+
+/// Runner limits (pass options of `inplace`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Limits {
+    pub node_limit: usize,
+    pub iter_limit: usize,
+    pub time_limit: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { node_limit: 2_000_000, iter_limit: 10, time_limit: Duration::from_millis(10_000) }
+    }
+}
+
+/// What saturating one function did.
+#[derive(Clone, Debug, Default)]
+pub struct SatReport {
+    pub stop_reason: String,
+    pub iterations: usize,
+    pub enodes: usize,
+    pub eclasses: usize,
+    /// Times each rule was applied (summed over iterations), by rule name.
+    pub applied: Vec<(String, usize)>,
+    /// Ops removed because the rewrites made them equal to an earlier value or dead.
+    pub ops_removed: usize,
+    /// Ops replaced by a different (simpler) op.
+    pub ops_replaced: usize,
+}
+
+pub fn stop_reason_name(r: &StopReason) -> String {
+    match r {
+        StopReason::Saturated => "saturated".into(),
+        StopReason::IterationLimit(n) => format!("iteration limit ({n})"),
+        StopReason::NodeLimit(n) => format!("node limit ({n})"),
+        StopReason::TimeLimit(s) => format!("time limit ({s} s)"),
+        StopReason::Other(s) => format!("other: {s}"),
+    }
+}
+
+/// Simplifies `f` in place (see the module doc). Returns, per op of the new
+/// body, the operand the extraction would like the op to overwrite.
+pub fn simplify_func(f: &mut Func, limits: Limits) -> (Vec<Option<usize>>, SatReport) {
+    // 1. Translate.
+    let mut eg: CkGraph = EGraph::new(TypeOf);
+    let mut class_of: HashMap<ValueId, Id> = HashMap::with_capacity(f.values.len());
+    for (i, p) in f.params.iter().enumerate() {
+        let id = eg.add(CkNode { head: Head::Arg(i as u32), ty: f.ty(p.value).clone(), uid: 0, children: vec![] });
+        class_of.insert(p.value, id);
+    }
+    let mut op_class: Vec<Option<Id>> = vec![None; f.body.len()];
+    for (i, op) in f.body.iter().enumerate() {
+        let Some(r) = op.result else { continue };
+        let children: Vec<Id> = op.operands.iter().map(|o| class_of[o]).collect();
+        let node = CkNode {
+            head: Head::Op { kind: op.kind, attrs: AttrKey::new(own_attrs(op)) },
+            ty: f.ty(r).clone(),
+            uid: i as u32 + 1,
+            children,
+        };
+        let id = eg.add(node);
+        class_of.insert(r, id);
+        op_class[i] = Some(id);
+    }
+    // 2. Saturate.
+    let runner = Runner::default()
+        .with_scheduler(SimpleScheduler)
+        .with_node_limit(limits.node_limit)
+        .with_iter_limit(limits.iter_limit)
+        .with_time_limit(limits.time_limit)
+        .with_egraph(eg)
+        .run(&rules::rules());
+    let mut report = SatReport {
+        stop_reason: runner.stop_reason.as_ref().map(stop_reason_name).unwrap_or_else(|| "none".into()),
+        iterations: runner.iterations.len(),
+        enodes: runner.egraph.total_number_of_nodes(),
+        eclasses: runner.egraph.number_of_classes(),
+        ..Default::default()
+    };
+    let mut applied: std::collections::BTreeMap<String, usize> = Default::default();
+    for it in &runner.iterations {
+        for (k, v) in &it.applied {
+            *applied.entry(k.to_string()).or_default() += v;
+        }
+    }
+    report.applied = applied.into_iter().collect();
+    let eg = runner.egraph;
+    // 3. Extract and rebuild.
+    let ex = Extractor::new(&eg, NewBytes);
+    let mut rb = Rebuild { eg: &eg, ex: &ex, mat: HashMap::new(), body: Vec::new(), pref: Vec::new(), replaced: 0 };
+    for p in &f.params {
+        rb.mat.insert(eg.find(class_of[&p.value]), p.value);
+    }
+    let nv_before = f.values.len();
+    let mut orig_used = vec![false; nv_before];
+    for op in &f.body {
+        for &o in &op.operands {
+            orig_used[o.index()] = true;
+        }
+    }
+    let old_body = std::mem::take(&mut f.body);
+    let old_len = old_body.len();
+    let mut ret: Option<Op> = None;
+    for (i, op) in old_body.into_iter().enumerate() {
+        let Some(c) = op_class[i] else {
+            ret = Some(op);
+            continue;
+        };
+        let c = eg.find(c);
+        if rb.mat.contains_key(&c) {
+            continue;
+        }
+        if rb.emit(f, c, Some((i, &op)), 0).is_none() {
+            // Fallback: the original op over the values of its operands.
+            let mut o = op.clone();
+            o.attrs.remove(ATTR_INPLACE);
+            let ok = o.operands.iter_mut().all(|v| match rb.mat.get(&eg.find(class_of[v])) {
+                Some(&nv) => {
+                    *v = nv;
+                    true
+                }
+                None => false,
+            });
+            if !ok {
+                // Unreachable: operands come earlier in the schedule.
+                o = op;
+            }
+            rb.mat.insert(c, o.result.unwrap_or(ValueId(0)));
+            rb.body.push(o);
+            rb.pref.push(None);
+        }
+    }
+    let mut body = rb.body;
+    let mut pref = rb.pref;
+    let replaced = rb.replaced;
+    if let Some(mut r) = ret {
+        for v in &mut r.operands {
+            if let Some(&nv) = class_of.get(v).and_then(|c| rb.mat.get(&eg.find(*c))) {
+                *v = nv;
+            }
+        }
+        body.push(r);
+        pref.push(None);
+    }
+    // 4. Drop ops that the rewrites left without a reader.
+    let (body, pref) = drop_dead(f, body, pref, &orig_used, nv_before);
+    report.ops_removed = old_len.saturating_sub(body.len());
+    report.ops_replaced = replaced;
+    f.body = body;
+    (pref, report)
+}
+
+/// Removes ops (other than the return) whose result nobody reads when that
+/// value is new or its original had readers: the pass does not act as a
+/// general DCE on ops the input already left unused.
+fn drop_dead(
+    f: &Func,
+    body: Vec<Op>,
+    pref: Vec<Option<usize>>,
+    orig_used: &[bool],
+    nv_before: usize,
+) -> (Vec<Op>, Vec<Option<usize>>) {
+    let mut used = vec![false; f.values.len()];
+    let mut keep = vec![true; body.len()];
+    for (i, op) in body.iter().enumerate().rev() {
+        if let Some(r) = op.result {
+            let made_dead = r.index() >= nv_before || orig_used.get(r.index()).copied().unwrap_or(false);
+            if !used[r.index()] && made_dead {
+                keep[i] = false;
+                continue;
+            }
+        }
+        for &o in &op.operands {
+            used[o.index()] = true;
+        }
+    }
+    let mut nb = Vec::with_capacity(body.len());
+    let mut np = Vec::with_capacity(body.len());
+    for ((op, p), k) in body.into_iter().zip(pref).zip(keep) {
+        if k {
+            nb.push(op);
+            np.push(p);
+        }
+    }
+    (nb, np)
+}
+
+/// The op's own attributes: everything but `ck.*` pass attributes.
+fn own_attrs(op: &Op) -> Attrs {
+    op.attrs.iter().filter(|(k, _)| !k.starts_with("ck.")).map(|(k, v)| (k.clone(), v.clone())).collect()
+}
+
+struct Rebuild<'a> {
+    eg: &'a CkGraph,
+    ex: &'a Extractor<'a, NewBytes, CkNode, TypeOf>,
+    /// Canonical e-class → the value that holds it in the new body.
+    mat: HashMap<Id, ValueId>,
+    body: Vec<Op>,
+    pref: Vec<Option<usize>>,
+    replaced: usize,
+}
+
+impl Rebuild<'_> {
+    /// Emits the best e-node of class `c` (after its missing children).
+    /// `orig` is the original op whose position this is, if any.
+    /// Returns `None` (emitting nothing for `c`) on a cycle or depth limit.
+    fn emit(&mut self, f: &mut Func, c: Id, orig: Option<(usize, &Op)>, depth: usize) -> Option<ValueId> {
+        if let Some(&v) = self.mat.get(&c) {
+            return Some(v);
+        }
+        if depth > 32 {
+            return None;
+        }
+        let node = self.ex.find_best_node(c).clone();
+        let mut kids = Vec::with_capacity(node.children.len());
+        for &ch in &node.children {
+            let ch = self.eg.find(ch);
+            if ch == c {
+                return None;
+            }
+            kids.push(self.emit(f, ch, None, depth + 1)?);
+        }
+        let (kind, attrs, n) = match &node.head {
+            Head::Arg(i) => {
+                let v = f.params.get(*i as usize)?.value;
+                self.mat.insert(c, v);
+                return Some(v);
+            }
+            Head::Op { kind, attrs } => (*kind, attrs, None),
+            Head::InPlace { kind, attrs, n } => (*kind, attrs, Some(*n as usize)),
+        };
+        let mut op = match orig {
+            // The class's own op: keep its value, location and pass attributes.
+            Some((i, o)) if node.uid == i as u32 + 1 => {
+                let mut op = o.clone();
+                op.operands = kids;
+                op.attrs.remove(ATTR_INPLACE);
+                op
+            }
+            _ => {
+                let (name, loc) = match orig {
+                    Some((_, o)) => (o.result.map(|r| f.name_of(r).to_string()).unwrap_or_default(), o.loc.clone()),
+                    None => (String::from("s"), f.loc.clone()),
+                };
+                let declared = kind.needs_declared_type().then(|| node.ty.clone());
+                let mut op = f.make_op(kind, &kids, attrs.attrs.clone(), declared, &name, loc).ok()?;
+                if op.result.map(|r| f.ty(r) != &node.ty).unwrap_or(true) {
+                    return None;
+                }
+                if let Some((_, o)) = orig {
+                    // Keep user and pass intent (mirror, checkpoint, recompute).
+                    for (k, v) in &o.attrs {
+                        if k.starts_with("ck.") && k != ATTR_INPLACE && k != ckopt_ir::ops::ATTR_OFFSET {
+                            op.attrs.insert(k.clone(), v.clone());
+                        }
+                    }
+                }
+                self.replaced += 1;
+                op
+            }
+        };
+        op.attrs.remove(ckopt_ir::ops::ATTR_OFFSET);
+        let v = op.result?;
+        self.mat.insert(c, v);
+        self.body.push(op);
+        self.pref.push(n);
+        Some(v)
+    }
+}

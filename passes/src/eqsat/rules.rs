@@ -1,0 +1,258 @@
+//! The named rewrites of the `inplace` pass. Each is a pure identity on
+//! values; the identity is written in the comment above it. None of them
+//! looks at liveness: whether an in-place form may really be used is decided
+//! outside the e-graph (`inplace::inplace_is_legal`).
+//!
+//! No general commutativity or associativity (they blow up the e-graph and
+//! change floating-point results). Exactness in f32: every identity below is
+//! exact (bit-for-bit) except where its comment says otherwise.
+//!
+//! Each rule is a custom egg searcher/applier pair over one function
+//! `fn(&CkGraph, &CkNode) -> Option<Rhs>`: given an e-node of the matched
+//! e-class it returns the equivalent e-node (or e-class) to union with it.
+//! Matching on e-classes of children looks at every e-node they hold, in
+//! place or not. Complexity per iteration: O(e-nodes) per rule.
+
+use super::{CkGraph, CkNode, Head, TypeOf};
+use ckopt_ir::{Attr, Attrs, OpKind};
+use egg::{Applier, Id, PatternAst, Rewrite, SearchMatches, Searcher, Subst, Symbol, Var};
+
+/// What a rule makes equal to the matched e-node.
+pub enum Rhs {
+    /// An existing e-class (e.g. `x` for `x * 1`).
+    Class(Id),
+    /// A new e-node.
+    Node(CkNode),
+}
+
+type RuleFn = fn(&CkGraph, &CkNode) -> Option<Rhs>;
+
+/// A rule: searches e-classes with an e-node for which `f` fires, and
+/// unions each such e-node's right-hand side into its e-class.
+#[derive(Clone, Copy)]
+struct FnRule(RuleFn);
+
+impl Searcher<CkNode, TypeOf> for FnRule {
+    fn search_eclass_with_limit(&self, eg: &CkGraph, eclass: Id, limit: usize) -> Option<SearchMatches<'_, CkNode>> {
+        if limit == 0 {
+            return None;
+        }
+        eg[eclass].nodes.iter().any(|n| (self.0)(eg, n).is_some()).then(|| SearchMatches {
+            eclass,
+            substs: vec![Subst::default()],
+            ast: None,
+        })
+    }
+    fn vars(&self) -> Vec<Var> {
+        Vec::new()
+    }
+}
+
+impl Applier<CkNode, TypeOf> for FnRule {
+    fn apply_one(
+        &self,
+        eg: &mut CkGraph,
+        eclass: Id,
+        _subst: &Subst,
+        _ast: Option<&PatternAst<CkNode>>,
+        _rule: Symbol,
+    ) -> Vec<Id> {
+        let nodes = eg[eclass].nodes.clone();
+        let mut changed = Vec::new();
+        for n in &nodes {
+            let Some(rhs) = (self.0)(eg, n) else { continue };
+            let id = match rhs {
+                Rhs::Class(id) => id,
+                Rhs::Node(node) => eg.add(node),
+            };
+            if eg.union(eclass, id) {
+                changed.push(id);
+            }
+        }
+        changed
+    }
+}
+
+fn rule(name: &str, f: RuleFn) -> Rewrite<CkNode, TypeOf> {
+    // Searcher and applier are the same function, so vars always agree.
+    match Rewrite::new(name, FnRule(f), FnRule(f)) {
+        Ok(r) => r,
+        Err(e) => unreachable_rule(name, &e),
+    }
+}
+
+#[cold]
+fn unreachable_rule(name: &str, e: &str) -> ! {
+    // Rewrite::new only fails when the applier needs variables the searcher
+    // does not bind; FnRule binds and needs none.
+    panic!("rule {name}: {e}")
+}
+
+/// Whether class `c` holds a `fill` of exactly `value` (any shape).
+fn is_fill(eg: &CkGraph, c: Id, value: f32) -> bool {
+    eg[c].nodes.iter().any(|n| {
+        n.op().is_some_and(|(k, a)| k == OpKind::Fill && a.get("value").and_then(Attr::as_f32).is_some_and(|v| v == value && v.is_sign_negative() == value.is_sign_negative()))
+    })
+}
+
+/// The e-nodes of class `c` that are ops of kind `k`, in place or not.
+fn ops_of(eg: &CkGraph, c: Id, k: OpKind) -> impl Iterator<Item = &CkNode> {
+    eg[c].nodes.iter().filter(move |n| n.op().is_some_and(|(kk, _)| kk == k))
+}
+
+fn kind_of(n: &CkNode) -> Option<OpKind> {
+    n.op().map(|(k, _)| k)
+}
+
+fn f32_attr(n: &CkNode, key: &str) -> Option<f32> {
+    n.op().and_then(|(_, a)| a.get(key)).and_then(Attr::as_f32)
+}
+
+fn ints_attr(n: &CkNode, key: &str) -> Option<Vec<i64>> {
+    n.op().and_then(|(_, a)| a.get(key)).and_then(Attr::as_ints).map(<[i64]>::to_vec)
+}
+
+fn value_attrs(v: f32) -> Attrs {
+    ckopt_ir::attrs([("value", Attr::F32(v))])
+}
+
+/// An exact power of two (so multiplying by it is exact barring over/underflow).
+fn is_pow2(v: f32) -> bool {
+    v.is_normal() && (v.abs().to_bits() & 0x007F_FFFF) == 0
+}
+
+/// Every rule, in a fixed order.
+pub fn rules() -> Vec<Rewrite<CkNode, TypeOf>> {
+    vec![
+        // x * 1 = x  and  1 * x = x   (exact)
+        rule("mul-one", |eg, n| {
+            (kind_of(n) == Some(OpKind::Mul)).then_some(())?;
+            let (a, b) = (n.children[0], n.children[1]);
+            if is_fill(eg, b, 1.0) {
+                Some(Rhs::Class(a))
+            } else if is_fill(eg, a, 1.0) {
+                Some(Rhs::Class(b))
+            } else {
+                None
+            }
+        }),
+        // x / 1 = x   (exact)
+        rule("div-one", |eg, n| {
+            (kind_of(n) == Some(OpKind::Div) && is_fill(eg, n.children[1], 1.0)).then(|| Rhs::Class(n.children[0]))
+        }),
+        // x + (-0) = x and (-0) + x = x exactly; x + 0 = x except that
+        // -0 + 0 = +0 (equal as numbers, sign of zero differs).
+        rule("add-zero", |eg, n| {
+            (kind_of(n) == Some(OpKind::Add)).then_some(())?;
+            let (a, b) = (n.children[0], n.children[1]);
+            if is_fill(eg, b, 0.0) || is_fill(eg, b, -0.0) {
+                Some(Rhs::Class(a))
+            } else if is_fill(eg, a, 0.0) || is_fill(eg, a, -0.0) {
+                Some(Rhs::Class(b))
+            } else {
+                None
+            }
+        }),
+        // x - 0 = x   (exact, also for x = -0)
+        rule("sub-zero", |eg, n| {
+            (kind_of(n) == Some(OpKind::Sub) && is_fill(eg, n.children[1], 0.0)).then(|| Rhs::Class(n.children[0]))
+        }),
+        // scale{1}(x) = x   (exact)
+        rule("scale-one", |_, n| {
+            (kind_of(n) == Some(OpKind::Scale) && f32_attr(n, "value") == Some(1.0)).then(|| Rhs::Class(n.children[0]))
+        }),
+        // -(-x) = x   (exact)
+        rule("neg-neg", |eg, n| {
+            (kind_of(n) == Some(OpKind::Neg)).then_some(())?;
+            ops_of(eg, n.children[0], OpKind::Neg).next().map(|inner| Rhs::Class(inner.children[0]))
+        }),
+        // relu(relu(x)) = relu(x)   (exact: relu is idempotent)
+        rule("relu-relu", |eg, n| {
+            (kind_of(n) == Some(OpKind::Relu) && ops_of(eg, n.children[0], OpKind::Relu).next().is_some())
+                .then(|| Rhs::Class(n.children[0]))
+        }),
+        // scale{a}(scale{b}(x)) = scale{a*b}(x) when a or b is a power of two
+        // (exact unless a product over/underflows; other factors would round twice).
+        rule("scale-scale", |eg, n| {
+            (kind_of(n) == Some(OpKind::Scale)).then_some(())?;
+            let a = f32_attr(n, "value")?;
+            ops_of(eg, n.children[0], OpKind::Scale).find_map(|inner| {
+                let b = f32_attr(inner, "value")?;
+                let ab = a * b;
+                ((is_pow2(a) || is_pow2(b)) && ab.is_normal())
+                    .then(|| Rhs::Node(CkNode::new_op(OpKind::Scale, value_attrs(ab), n.ty.clone(), vec![inner.children[0]])))
+            })
+        }),
+        // -(scale{a}(x)) = scale{-a}(x)   (exact: negation is exact)
+        rule("neg-scale", |eg, n| {
+            (kind_of(n) == Some(OpKind::Neg)).then_some(())?;
+            ops_of(eg, n.children[0], OpKind::Scale).find_map(|inner| {
+                let a = f32_attr(inner, "value")?;
+                Some(Rhs::Node(CkNode::new_op(OpKind::Scale, value_attrs(-a), n.ty.clone(), vec![inner.children[0]])))
+            })
+        }),
+        // transpose{p}(x) = x when p is the identity permutation   (exact)
+        rule("transpose-identity", |_, n| {
+            (kind_of(n) == Some(OpKind::Transpose)).then_some(())?;
+            let p = ints_attr(n, "perm")?;
+            p.iter().enumerate().all(|(i, &v)| v == i as i64).then(|| Rhs::Class(n.children[0]))
+        }),
+        // transpose{p}(transpose{q}(x)) = transpose{r}(x), r[i] = q[p[i]]   (exact)
+        rule("transpose-transpose", |eg, n| {
+            (kind_of(n) == Some(OpKind::Transpose)).then_some(())?;
+            let p = ints_attr(n, "perm")?;
+            ops_of(eg, n.children[0], OpKind::Transpose).find_map(|inner| {
+                let q = ints_attr(inner, "perm")?;
+                let r: Option<Vec<i64>> = p.iter().map(|&i| usize::try_from(i).ok().and_then(|i| q.get(i).copied())).collect();
+                let attrs = ckopt_ir::attrs([("perm", Attr::IntArray(r?))]);
+                Some(Rhs::Node(CkNode::new_op(OpKind::Transpose, attrs, n.ty.clone(), vec![inner.children[0]])))
+            })
+        }),
+        // reshape<T>(x) = x when x already has type T   (exact)
+        rule("reshape-identity", |eg, n| {
+            (kind_of(n) == Some(OpKind::Reshape) && eg[n.children[0]].data == n.ty).then(|| Rhs::Class(n.children[0]))
+        }),
+        // reshape<T>(reshape<U>(x)) = reshape<T>(x)   (exact: row-major order is kept)
+        rule("reshape-reshape", |eg, n| {
+            (kind_of(n) == Some(OpKind::Reshape)).then_some(())?;
+            ops_of(eg, n.children[0], OpKind::Reshape).next().map(|inner| {
+                Rhs::Node(CkNode::new_op(OpKind::Reshape, Attrs::new(), n.ty.clone(), vec![inner.children[0]]))
+            })
+        }),
+        // In-place forms: op(x, ...) = op!N(x, ...). Same value; the ! form
+        // writes it over operand N's buffer, allocating nothing. Whether that
+        // buffer is dead is NOT known here: inplace.rs checks it.
+        //
+        // u(x) = u!0(x) for unary elementwise u (neg, exp, log, tanh, sigmoid,
+        // relu, sqrt, rsqrt, dropout)
+        rule("inplace-unary", |_, n| inplace_form(n, |k| k.is_unary_elementwise() && k != OpKind::Scale, 0)),
+        // scale{a}(x) = scale{a}!0(x)
+        rule("inplace-scale", |_, n| inplace_form(n, |k| k == OpKind::Scale, 0)),
+        // a - b = (a - b)!0 = (a - b)!1, likewise *, /, max
+        rule("inplace-binary-lhs", |_, n| inplace_form(n, |k| matches!(k, OpKind::Sub | OpKind::Mul | OpKind::Div | OpKind::Max), 0)),
+        rule("inplace-binary-rhs", |_, n| inplace_form(n, |k| matches!(k, OpKind::Sub | OpKind::Mul | OpKind::Div | OpKind::Max), 1)),
+        // relu_grad(x, dy) = relu_grad!1(x, dy): the gradient overwrites dy
+        // (and relu_grad!0, over x, when dy is still needed)
+        rule("inplace-relu-grad-dy", |_, n| inplace_form(n, |k| k == OpKind::ReluGrad, 1)),
+        rule("inplace-relu-grad-x", |_, n| inplace_form(n, |k| k == OpKind::ReluGrad, 0)),
+        // gradient accumulation: a + b = (a + b)!0 = (a + b)!1
+        rule("inplace-accumulate-lhs", |_, n| inplace_form(n, |k| k == OpKind::Add, 0)),
+        rule("inplace-accumulate-rhs", |_, n| inplace_form(n, |k| k == OpKind::Add, 1)),
+        // reshape<T>(x) = reshape<T>!0(x): the same bytes under a new shape
+        rule("inplace-reshape", |_, n| inplace_form(n, |k| k == OpKind::Reshape, 0)),
+    ]
+}
+
+/// The in-place form over operand `n` of an op e-node whose kind passes `ok`.
+fn inplace_form(node: &CkNode, ok: fn(OpKind) -> bool, n: u8) -> Option<Rhs> {
+    let Head::Op { kind, attrs } = &node.head else { return None };
+    if !ok(*kind) || node.children.len() <= n as usize {
+        return None;
+    }
+    Some(Rhs::Node(CkNode {
+        head: Head::InPlace { kind: *kind, attrs: attrs.clone(), n },
+        ty: node.ty.clone(),
+        uid: node.uid,
+        children: node.children.clone(),
+    }))
+}
