@@ -1,0 +1,106 @@
+//! The arena interpreter: runs a planned function with every op-defined
+//! value stored at its `ck.offset` inside ONE buffer of `ck.arena_bytes`
+//! (as the CPU and CUDA backends do), so an overlap or in-place bug in the
+//! plan corrupts the results instead of going unnoticed.
+//!
+//! Entry: a module whose function carries `ck.arena_bytes` and a `ck.offset`
+//! on every op result (the output of `memplan`); f32 values only (other
+//! dtypes are an error: the interpreter computes in f32). Arguments live
+//! outside the arena, as the caller's buffers.
+//! Semantics per op: read the operands out of the arena (or the arguments),
+//! evaluate with the reference kernels (`eval_op`), write the result at its
+//! offset. A sound plan therefore gives results bit-identical to `run_func`.
+//! The arena starts filled with NaN so reading bytes no op wrote shows up.
+//! Complexity: O(ops + kernel costs + bytes copied).
+
+use crate::eval::eval_op;
+use crate::run::{check_inputs, find_func};
+use crate::tensor::Tensor;
+use ckopt_ir::ops::{ATTR_ARENA_BYTES, ATTR_OFFSET};
+use ckopt_ir::verify::verify_func;
+use ckopt_ir::{DType, Diag, Diags, Func, Module, OpKind, ValueId};
+
+/// Runs `module`'s function `func` in one arena; returns the returned values
+/// and the arena size in bytes.
+pub fn run_func_in_arena(module: &Module, func: &str, inputs: &[Tensor]) -> Result<(Vec<Tensor>, u64), Diag> {
+    let f = find_func(module, func)?;
+    let mut diags = Diags::new();
+    verify_func(f, &mut diags);
+    if let Some(d) = diags.0.into_iter().next() {
+        return Err(d);
+    }
+    check_inputs(f, inputs)?;
+    run_body(f, inputs)
+}
+
+/// Where a value lives: an argument index, or (element offset, element count) in the arena.
+#[derive(Clone, Copy)]
+enum Home {
+    Arg(usize),
+    Arena(usize, usize),
+}
+
+fn run_body(f: &Func, inputs: &[Tensor]) -> Result<(Vec<Tensor>, u64), Diag> {
+    let arena_bytes = f
+        .attrs
+        .get(ATTR_ARENA_BYTES)
+        .and_then(|a| a.as_int())
+        .and_then(|v| u64::try_from(v).ok())
+        .ok_or_else(|| {
+            Diag::error(
+                f.loc.clone(),
+                format!("@{} was not planned: it has no '{ATTR_ARENA_BYTES}' (run the memplan pass first)", f.name),
+            )
+        })?;
+    if arena_bytes > crate::tensor::MAX_TENSOR_BYTES {
+        return Err(Diag::error(f.loc.clone(), format!("arena of {arena_bytes} bytes is larger than the interpreter allows")));
+    }
+    let mut arena = vec![f32::NAN; arena_bytes.div_ceil(4) as usize];
+    let mut home: Vec<Option<Home>> = vec![None; f.values.len()];
+    for (i, p) in f.params.iter().enumerate() {
+        home[p.value.index()] = Some(Home::Arg(i));
+    }
+    let read = |home: &[Option<Home>], arena: &[f32], v: ValueId| -> Option<Tensor> {
+        let shape: Vec<usize> = f.ty(v).shape.iter().map(|&d| d as usize).collect();
+        match home[v.index()]? {
+            Home::Arg(i) => inputs.get(i).cloned(),
+            Home::Arena(off, n) => Some(Tensor { shape, data: arena.get(off..off + n)?.to_vec() }),
+        }
+    };
+    for op in &f.body {
+        let mut args = Vec::with_capacity(op.operands.len());
+        for &v in &op.operands {
+            args.push(read(&home, &arena, v).ok_or_else(|| {
+                Diag::error(op.loc.clone(), format!("internal: value %{} is not available", f.name_of(v)))
+            })?);
+        }
+        if op.kind == OpKind::Return {
+            return Ok((args, arena_bytes));
+        }
+        let Some(r) = op.result else { continue };
+        let ty = f.ty(r);
+        if ty.dtype != DType::F32 {
+            return Err(Diag::error(op.loc.clone(), format!("the arena interpreter runs f32 only, got {ty}")));
+        }
+        let off = op.int_attr(ATTR_OFFSET).and_then(|o| u64::try_from(o).ok()).ok_or_else(|| {
+            Diag::error(op.loc.clone(), format!("%{} has no '{ATTR_OFFSET}': the function was not planned", f.name_of(r)))
+        })?;
+        let n = ty.elems();
+        let fits = off % 4 == 0 && off.checked_add(n.saturating_mul(4)).is_some_and(|e| e <= arena_bytes);
+        if !fits {
+            return Err(Diag::error(
+                op.loc.clone(),
+                format!("%{} at offset {off} ({} bytes) does not fit the {arena_bytes}-byte arena", f.name_of(r), ty.bytes()),
+            ));
+        }
+        let refs: Vec<&Tensor> = args.iter().collect();
+        let out = eval_op(op, f, &refs)?;
+        let (off, n) = ((off / 4) as usize, n as usize);
+        if out.data.len() != n {
+            return Err(Diag::error(op.loc.clone(), "internal: kernel result has the wrong size"));
+        }
+        arena[off..off + n].copy_from_slice(&out.data);
+        home[r.index()] = Some(Home::Arena(off, n));
+    }
+    Err(Diag::error(f.loc.clone(), format!("@{} has no 'ck.return'", f.name)))
+}
