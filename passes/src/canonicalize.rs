@@ -100,7 +100,7 @@ pub fn canonicalize(f: &mut Func) -> CanonStats {
 /// The producer of `v` in the new body, unless it writes in place (looking
 /// through it would read a buffer it overwrote) or it is the op itself.
 fn producer<'a>(body: &'a [Op], def: &[Option<usize>], v: ValueId) -> Option<&'a Op> {
-    let op = &body[def.get(v.index()).copied().flatten()?];
+    let op = body.get(def.get(v.index()).copied().flatten()?)?;
     (!op.has_attr(ATTR_INPLACE)).then_some(op)
 }
 
@@ -136,14 +136,15 @@ fn fold(f: &Func, body: &[Op], def: &[Option<usize>], guard: &ReplaceGuard, op: 
         }
         OpKind::Neg => {
             let inner = producer(body, def, x)?;
-            (inner.kind == OpKind::Neg).then(|| to_value(inner.operands[0])).flatten()
+            let src = *inner.operands.first()?;
+            (inner.kind == OpKind::Neg).then(|| to_value(src)).flatten()
         }
         OpKind::Reshape => {
             if same_type {
                 return to_value(x);
             }
             let inner = producer(body, def, x).filter(|p| p.kind == OpKind::Reshape)?;
-            let src = inner.operands[0];
+            let src = *inner.operands.first()?;
             if f.ty(src) == f.ty(r) {
                 return to_value(src);
             }
@@ -161,7 +162,7 @@ fn fold(f: &Func, body: &[Op], def: &[Option<usize>], guard: &ReplaceGuard, op: 
             }
             let inner = producer(body, def, x).filter(|p| p.kind == OpKind::Transpose)?;
             let p = ints(inner, "perm")?;
-            let src = inner.operands[0];
+            let src = *inner.operands.first()?;
             // result dim i = inner dim q[i] = src dim p[q[i]]
             let composed: Option<Vec<i64>> =
                 q.iter().map(|&qi| usize::try_from(qi).ok().and_then(|qi| p.get(qi).copied())).collect();

@@ -148,3 +148,51 @@ pub fn reports_json(reports: &[MemoryReport]) -> String {
     s.push('\n');
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn src(text: &str) -> Source {
+        Source { name: Arc::from("t.ck"), text: text.to_string() }
+    }
+
+    const GOOD: &str = "module {\n  func.func @f(%x: tensor<2xf32>) -> tensor<2xf32> {\n    %a = \"ck.exp\"(%x) : (tensor<2xf32>) -> tensor<2xf32>\n    %b = \"ck.neg\"(%x) : (tensor<2xf32>) -> tensor<2xf32>\n    \"ck.return\"(%a) : (tensor<2xf32>) -> ()\n  }\n}\n";
+
+    /// A bad case fails the run but the cases after it still run and print;
+    /// outputs are joined by the marker; reports come from good cases only.
+    #[test]
+    fn split_cases_are_independent() {
+        let text = format!("{GOOD}// -----\nmodule {{ garbage\n// -----\n{GOOD}");
+        let cfg = OptConfig { pipeline: "dce".into(), split_input_file: true, memory_report: true, ..OptConfig::default() };
+        let out = run_opt(&cfg, &src(&text)).expect("pipeline parses");
+        assert!(!out.success);
+        assert_eq!(out.output.matches("func.func @f").count(), 2);
+        assert_eq!(out.output.matches(SPLIT_MARKER).count(), 2);
+        assert!(!out.output.contains("ck.neg"), "dce ran on every good case");
+        assert!(out.stderr.starts_with("t.ck:9:"), "error located in the whole file: {}", out.stderr);
+        assert_eq!(out.reports.len(), 2);
+    }
+
+    /// IR dumps come after each pass, in order, with MLIR's header.
+    #[test]
+    fn print_ir_after_all_dumps_each_pass() {
+        let cfg = OptConfig { pipeline: "cse,dce".into(), print_ir_after_all: true, ..OptConfig::default() };
+        let out = run_opt(&cfg, &src(GOOD)).expect("pipeline parses");
+        assert!(out.success);
+        let cse_at = out.stderr.find(&dump_header("cse")).expect("cse dump");
+        let dce_at = out.stderr.find(&dump_header("dce")).expect("dce dump");
+        assert!(cse_at < dce_at);
+        assert!(out.stderr[cse_at..dce_at].contains("ck.neg"));
+        assert!(!out.stderr[dce_at..].contains("ck.neg"));
+    }
+
+    /// A bad pipeline is rejected before any input is read.
+    #[test]
+    fn bad_pipeline_is_an_error() {
+        let cfg = OptConfig { pipeline: "nope".into(), ..OptConfig::default() };
+        let e = run_opt(&cfg, &src("not even ir")).expect_err("unknown pass");
+        assert!(e.contains("unknown pass 'nope'"));
+    }
+}
