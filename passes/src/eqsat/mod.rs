@@ -195,12 +195,13 @@ pub struct SatReport {
     pub ops_replaced: usize,
 }
 
-pub fn stop_reason_name(r: &StopReason) -> String {
+/// The stop reason as reported, with the configured limit that was hit.
+pub fn stop_reason_name(r: &StopReason, limits: &Limits) -> String {
     match r {
         StopReason::Saturated => "saturated".into(),
-        StopReason::IterationLimit(n) => format!("iteration limit ({n})"),
-        StopReason::NodeLimit(n) => format!("node limit ({n})"),
-        StopReason::TimeLimit(s) => format!("time limit ({s} s)"),
+        StopReason::IterationLimit(_) => format!("iteration limit ({})", limits.iter_limit),
+        StopReason::NodeLimit(_) => format!("node limit ({})", limits.node_limit),
+        StopReason::TimeLimit(_) => format!("time limit ({} ms)", limits.time_limit.as_millis()),
         StopReason::Other(s) => format!("other: {s}"),
     }
 }
@@ -238,7 +239,7 @@ pub fn simplify_func(f: &mut Func, limits: Limits) -> (Vec<Option<usize>>, SatRe
         .with_egraph(eg)
         .run(&rules::rules());
     let mut report = SatReport {
-        stop_reason: runner.stop_reason.as_ref().map(stop_reason_name).unwrap_or_else(|| "none".into()),
+        stop_reason: runner.stop_reason.as_ref().map(|r| stop_reason_name(r, &limits)).unwrap_or_else(|| "none".into()),
         iterations: runner.iterations.len(),
         enodes: runner.egraph.total_number_of_nodes(),
         eclasses: runner.egraph.number_of_classes(),

@@ -27,6 +27,12 @@
 //! `grad_function`, with `step_time_ms` the mean per step and `peak_bytes`
 //! the largest interpreter peak of a step. A non-finite loss is an error.
 //!
+//! `--arena` (interp; cpu and cuda always run in one arena): the arena interpreter (`ckopt_interp::arena`):
+//! every op result lives at its `ck.offset` inside one buffer of
+//! `ck.arena_bytes`, so an overlap or in-place bug in the plan corrupts the
+//! results; an unplanned function is an error (run memplan first). Its
+//! `peak_bytes` is the arena size; the report adds `arena`, `arena_bytes`.
+//!
 //! Backends: `interp` (the reference interpreter); `cpu` (MLIR/LLVM JIT)
 //! and `cuda` (NVPTX through cudarc) when built with the `lower` feature
 //! (`make build`), else a clear error, exit 1. On cpu/cuda a function
@@ -98,6 +104,10 @@ struct Cli {
     /// Write a JSON report (backend, function, step_time_ms, peak_bytes, ...) to FILE, or stdout for `-`.
     #[arg(long, value_name = "FILE.json|-")]
     report: Option<String>,
+    /// Run in ONE arena, every value at its ck.offset inside a buffer of ck.arena_bytes (the
+    /// function must be planned by memplan), so a plan bug corrupts results (cpu/cuda always do).
+    #[arg(long, conflicts_with = "train")]
+    arena: bool,
     /// Train: SGD steps on the {ck.param} arguments via @NAME_grad (autodiff in-process if absent); interp only.
     #[arg(long)]
     train: bool,
@@ -151,8 +161,24 @@ fn choose_inputs(cli: &Cli, f: &Func, loaded: &Loaded) -> Result<(Vec<Tensor>, S
 }
 
 /// Runs the function once on the chosen backend.
-fn execute(backend: Backend, loaded: &Loaded, func: &str, inputs: &[Tensor]) -> Result<Execution, ToolError> {
+fn execute(backend: Backend, arena: bool, loaded: &Loaded, func: &str, inputs: &[Tensor]) -> Result<Execution, ToolError> {
     match backend {
+        Backend::Interp if arena => {
+            let start = Instant::now();
+            let (outputs, arena_bytes) = ckopt_interp::run_func_in_arena(&loaded.module, func, inputs)
+                .map_err(|d| ToolError::diag(d, Some(&loaded.source)))?;
+            let step_time_ms = start.elapsed().as_secs_f64() * 1e3;
+            let f = find_func(&loaded.module, func).map_err(|d| ToolError::diag(d, Some(&loaded.source)))?;
+            let arg_bytes: u64 = inputs.iter().map(Tensor::bytes).sum();
+            let stats = RunStats {
+                peak_bytes: arena_bytes,
+                peak_bytes_with_args: arena_bytes.saturating_add(arg_bytes),
+                arg_bytes,
+                ops: f.body.len().saturating_sub(1),
+            };
+            let extra = json!({ "arena": true, "arena_bytes": arena_bytes });
+            Ok(Execution { outputs, step_time_ms, stats, extra: Some(extra) })
+        }
         Backend::Interp => {
             let start = Instant::now();
             let (outputs, stats) = run_func_with_stats(&loaded.module, func, inputs)
@@ -333,7 +359,7 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
     let (inputs, inputs_desc) = choose_inputs(cli, f, &loaded)?;
     match mode {
         Mode::Eval => {
-            let ex = execute(cli.backend, &loaded, &func, &inputs)?;
+            let ex = execute(cli.backend, cli.arena, &loaded, &func, &inputs)?;
             emit(cli, &func, &inputs_desc, &ex)
         }
         Mode::Train { steps, lr } => train_mode(cli, &loaded, &func, &inputs_desc, inputs, steps, lr),
