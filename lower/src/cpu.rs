@@ -5,9 +5,12 @@
 //! Emitted form (`cpu_mlir`): `func.func @NAME(%arena: memref<Axi8>,
 //! %in0: memref<B0xi8>, ...)` with `llvm.emit_c_interface`. Every argument is
 //! viewed as a flat `memref<Nxf32>` (`memref.view` at offset 0) and every op
-//! result as a `memref.view` of the arena at its `ck.offset`; each op is one
-//! 1-D `linalg.generic` over its result whose body is `emit::element`. An
-//! in-place op writes straight into its operand's view. If a result overlaps
+//! result as a `memref.view` of the arena at its `ck.offset`; the entry calls,
+//! in schedule order, one private `noinline` function per op (its distinct
+//! operands, then its result) holding one 1-D `linalg.generic` over the
+//! result whose body is `emit::element` (small functions keep LLVM's
+//! optimisation time linear in the op count). An in-place op writes straight
+//! into its operand's view. If a result overlaps
 //! an operand that is read at other positions (not an elementwise op), it is
 //! computed into a `memref.alloc` temporary and copied (never produced by
 //! memplan's contract; kept for safety).
@@ -99,6 +102,7 @@ fn cpu_func_text(f: &Func, l: &Layout) -> Result<String, Diag> {
     let sym = symbol_name(&f.name);
     let arena_ty = format!("memref<{}xi8>", l.arena_bytes);
     let mut s = String::new();
+    let mut kernels = String::new();
     let _ = writeln!(s, "  // ckopt: @{} for the cpu backend: arena of {} bytes (ck.arena_bytes)", f.name, l.arena_bytes);
     let mut params = vec![format!("%arena: {arena_ty}")];
     for (i, t) in l.inputs.iter().enumerate() {
@@ -121,46 +125,71 @@ fn cpu_func_text(f: &Func, l: &Layout) -> Result<String, Diag> {
         let _ = writeln!(s, "    // {}", emit::describe(f, op));
         let _ = writeln!(s, "    %o{j} = arith.constant {} : index", p.offset);
         let _ = writeln!(s, "    {} = memref.view %arena[%o{j}][] : {arena_ty} to {}", m.name, m.ty());
+        // Distinct operands in order, then the result: the op function's parameters.
+        let mut vals: Vec<ckopt_ir::ValueId> = Vec::new();
+        for &o in &op.operands {
+            if !vals.contains(&o) {
+                vals.push(o);
+            }
+        }
+        let mut outer = Vec::new();
+        let mut inner = Vec::new();
+        for (k, &v) in vals.iter().enumerate() {
+            let om = mems[v.index()].clone().ok_or_else(|| {
+                Diag::error(op.loc.clone(), format!("'{}' op reads %{} before it is defined", op.kind.full_name(), f.name_of(v)))
+            })?;
+            inner.push((v, Mem { name: format!("%p{k}"), n: om.n }));
+            outer.push(om);
+        }
         let ins: Vec<Mem> = op
             .operands
             .iter()
-            .map(|&o| {
-                mems[o.index()].clone().ok_or_else(|| {
-                    Diag::error(op.loc.clone(), format!("'{}' op reads %{} before it is defined", op.kind.full_name(), f.name_of(o)))
-                })
-            })
-            .collect::<Result<_, _>>()?;
+            .map(|o| inner.iter().find(|(v, _)| v == o).map(|(_, m)| m.clone()).unwrap_or(Mem { name: String::new(), n: 0 }))
+            .collect();
         if m.n > 0 {
+            // One noinline function per op keeps LLVM's work linear in the op count.
+            let kname = format!("{sym}_k{j}_{}", op.kind.name());
+            let y = Mem { name: "%y".into(), n: m.n };
+            let mut kp: Vec<String> = inner.iter().map(|(_, im)| format!("{}: {}", im.name, im.ty())).collect();
+            kp.push(format!("%y: {}", y.ty()));
+            let _ = writeln!(kernels, "  // {}", emit::describe(f, op));
+            let _ = writeln!(kernels, "  func.func private @{kname}({}) attributes {{passthrough = [\"noinline\"]}} {{", kp.join(", "));
             let temp = needs_temp(f, l, op);
             let dest = if temp {
-                let t = format!("%tmp{j}");
-                let _ = writeln!(s, "    {t} = memref.alloc() {{alignment = 64 : i64}} : {}", m.ty());
-                t
+                let _ = writeln!(kernels, "    %tmp = memref.alloc() {{alignment = 64 : i64}} : {}", y.ty());
+                "%tmp".to_string()
             } else {
-                m.name.clone()
+                y.name.clone()
             };
-            let mut em = Em::new(&format!("k{j}_"), 3);
-            let v = emit::element(&mut em, f, op, &ins, &format!("%i{j}"))?;
+            let mut em = Em::new("k", 3);
+            let v = emit::element(&mut em, f, op, &ins, "%i")?;
             let _ = writeln!(
-                s,
+                kernels,
                 "    linalg.generic {{indexing_maps = [#ck_id], iterator_types = [\"parallel\"]}} outs({dest} : {}) {{",
-                m.ty()
+                y.ty()
             );
-            let _ = writeln!(s, "    ^bb0(%out{j}: f32):");
-            let _ = writeln!(s, "      %i{j} = linalg.index 0 : index");
-            // Re-indent the body one level less than the Em default (3 = 6 spaces).
-            s.push_str(&em.out);
-            let _ = writeln!(s, "      linalg.yield {v} : f32");
-            let _ = writeln!(s, "    }} {}", mlir_loc(op));
+            let _ = writeln!(kernels, "    ^bb0(%out: f32):");
+            let _ = writeln!(kernels, "      %i = linalg.index 0 : index");
+            kernels.push_str(&em.out);
+            let _ = writeln!(kernels, "      linalg.yield {v} : f32");
+            let _ = writeln!(kernels, "    }} {}", mlir_loc(op));
             if temp {
-                let _ = writeln!(s, "    memref.copy {dest}, {} : {} to {}", m.name, m.ty(), m.ty());
-                let _ = writeln!(s, "    memref.dealloc {dest} : {}", m.ty());
+                let _ = writeln!(kernels, "    memref.copy %tmp, %y : {} to {}", y.ty(), y.ty());
+                let _ = writeln!(kernels, "    memref.dealloc %tmp : {}", y.ty());
             }
+            let _ = writeln!(kernels, "    return");
+            let _ = writeln!(kernels, "  }}");
+            let mut args: Vec<&str> = outer.iter().map(|om| om.name.as_str()).collect();
+            args.push(&m.name);
+            let mut tys: Vec<String> = outer.iter().map(|om| om.ty()).collect();
+            tys.push(m.ty());
+            let _ = writeln!(s, "    func.call @{kname}({}) : ({}) -> ()", args.join(", "), tys.join(", "));
         }
         mems[r.index()] = Some(m);
     }
     let _ = writeln!(s, "    return");
     let _ = writeln!(s, "  }}");
+    s.push_str(&kernels);
     Ok(s)
 }
 

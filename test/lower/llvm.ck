@@ -15,3 +15,8 @@ module {
 // CHECK-DAG: define void @_mlir_ciface_f(ptr %{{.*}}, ptr %{{.*}}, ptr %{{.*}})
 // CHECK-DAG: call float @llvm.exp.f32(float
 // CHECK-DAG: fadd float
+/// Each op is its own noinline function, called in schedule order.
+// CHECK-DAG: call void @f_k0_exp(
+// CHECK-DAG: call void @f_k1_add(
+// CHECK-DAG: define void @f_k0_exp(ptr %{{.*}}) #[[NI:[0-9]+]]
+// CHECK-DAG: attributes #[[NI]] = { noinline }
