@@ -884,6 +884,7 @@ pub fn rule_doc(kind: OpKind) -> (&'static str, &'static str) {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use ckopt_ir::{attrs, verify_module};

@@ -8,6 +8,8 @@
 //! Kinks (relu, max) detected by the two-scale difference are skipped, but at
 //! least one direction per model must be judged, and none may fail.
 
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use ckopt_interp::{random_inputs, run_func};

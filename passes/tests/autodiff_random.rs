@@ -9,6 +9,8 @@
 //! differences (`common::directional`: points where the loss is visibly not
 //! smooth are skipped, and most cases must be judged).
 
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use ckopt_interp::{random_inputs, run_func};

@@ -8,6 +8,8 @@
 //! `L = mean((y - t)^2)` gives `y = t - (n/2) dL/dt`, so at `t = 0`,
 //! `y = -(n/2) dL/dt` (autodiff with `wrt=1`).
 
+#![allow(clippy::unwrap_used)]
+
 use ckopt_interp::{Tensor, random_inputs, run_func};
 use ckopt_ir::Module;
 use ckopt_models::{GenOptions, ModelKind, generate};
