@@ -33,6 +33,8 @@ pub struct OptConfig {
     pub timing: bool,
     /// Compute the memory report of every function after the pipeline.
     pub memory_report: bool,
+    /// Draw the memory timeline SVG of every function after the pipeline.
+    pub memory_timeline: bool,
 }
 
 impl Default for OptConfig {
@@ -46,6 +48,7 @@ impl Default for OptConfig {
             pass_statistics: false,
             timing: false,
             memory_report: false,
+            memory_timeline: false,
         }
     }
 }
@@ -59,6 +62,9 @@ pub struct OptOutput {
     pub stderr: String,
     /// One report per function of every successfully processed case.
     pub reports: Vec<MemoryReport>,
+    /// `--memory-timeline`: the SVG (one panel per function of every
+    /// successfully processed case), when asked for.
+    pub timeline_svg: Option<String>,
     pub success: bool,
 }
 
@@ -82,6 +88,7 @@ pub fn run_opt(cfg: &OptConfig, src: &Source) -> Result<OptOutput, String> {
         vec![(src.text.clone(), 1)]
     };
     let mut out = OptOutput { success: true, ..OptOutput::default() };
+    let mut timeline = ckopt_ir::Module::default();
     for (i, (chunk, first_line)) in chunks.iter().enumerate() {
         if i > 0 {
             out.output.push_str(SPLIT_MARKER);
@@ -95,6 +102,9 @@ pub fn run_opt(cfg: &OptConfig, src: &Source) -> Result<OptOutput, String> {
                 out.output.push_str(&print_module(&module));
                 if cfg.memory_report {
                     out.reports.extend(module_report(&module));
+                }
+                if cfg.memory_timeline {
+                    timeline.funcs.extend(module.funcs.iter().cloned());
                 }
                 Diags::new()
             }
@@ -110,6 +120,9 @@ pub fn run_opt(cfg: &OptConfig, src: &Source) -> Result<OptOutput, String> {
             out.stderr.push_str(&diags.render(Some(&src.text)));
             out.success = false;
         }
+    }
+    if cfg.memory_timeline {
+        out.timeline_svg = Some(ckopt_passes::analysis::memory_timeline_svg(&timeline));
     }
     if cfg.pass_statistics {
         out.stderr.push_str(&pm.stats.render());

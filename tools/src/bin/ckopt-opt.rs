@@ -61,6 +61,12 @@ struct Cli {
     #[arg(long, value_name = "FILE|-")]
     memory_report: Option<String>,
 
+    /// Draw live bytes over the schedule of every function after the
+    /// pipeline (forward, backward and recompute in their own colours, y axis
+    /// in MiB, temp peak marked) as an SVG picture in FILE.
+    #[arg(long, value_name = "FILE.svg")]
+    memory_timeline: Option<String>,
+
     /// List the passes with their summary and options, then exit.
     #[arg(long)]
     list_passes: bool,
@@ -121,6 +127,7 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
         pass_statistics: cli.pass_statistics,
         timing: cli.timing,
         memory_report: cli.memory_report.is_some(),
+        memory_timeline: cli.memory_timeline.is_some(),
     };
     // Reject a bad pipeline before touching the input.
     ckopt_passes::manager::parse_pipeline(&cfg.pipeline).map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -136,6 +143,9 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
     let mut ok = out.success && report(write_text(cli.output.as_deref().unwrap_or("-"), &out.output));
     if let Some(path) = cli.memory_report.as_deref() {
         ok &= report(write_text(path, &reports_json(&out.reports)));
+    }
+    if let (Some(path), Some(svg)) = (cli.memory_timeline.as_deref(), out.timeline_svg.as_ref()) {
+        ok &= report(write_text(path, svg));
     }
     Ok(ok)
 }
