@@ -20,6 +20,11 @@
 //!   function was already memory-planned ([`ReplaceGuard`]): merging extends
 //!   the earlier value's lifetime.
 //!
+//! Cost model: merging makes the earlier value live until the later one's
+//! last use. For a large cheap constant (`fill`) used far apart that can
+//! raise the peak by its size; run cse before remat/memplan, which then
+//! account for the new lifetimes.
+//!
 //! Invariants. In: a verified module. Out: a verified module, same results
 //! bit for bit; surviving ops keep their schedule order; no two mergeable ops
 //! remain. Complexity: O(ops · (operands + attrs)) with a hash map keyed by

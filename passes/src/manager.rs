@@ -252,6 +252,16 @@ impl PassManager {
     }
     /// Runs every pass; `after` is called with (pass name, module) after each.
     pub fn run_with(&mut self, module: &mut Module, mut after: impl FnMut(&str, &Module)) -> Result<(), Diags> {
+        self.run_observed(module, |name, m, failed| {
+            if !failed {
+                after(name, m)
+            }
+        })
+    }
+    /// Like `run_with`, but `observe(pass, module, failed)` is also called
+    /// when a pass fails or its output does not verify (`failed == true`,
+    /// the module as the pass left it), before the error is returned.
+    pub fn run_observed(&mut self, module: &mut Module, mut observe: impl FnMut(&str, &Module, bool)) -> Result<(), Diags> {
         for (i, e) in self.entries.iter().enumerate() {
             self.stats.set_pass(e.info.name);
             let t = Instant::now();
@@ -259,9 +269,13 @@ impl PassManager {
             if let Some(slot) = self.timings.get_mut(i) {
                 slot.1 += t.elapsed();
             }
-            result?;
+            if let Err(d) = result {
+                observe(e.info.name, module, true);
+                return Err(d);
+            }
             if self.verify_each {
                 if let Err(ds) = verify_module(module) {
+                    observe(e.info.name, module, true);
                     let mut out = Diags::new();
                     for mut d in ds.0 {
                         d.message = format!("after pass {}: {}", e.info.name, d.message);
@@ -270,7 +284,7 @@ impl PassManager {
                     return Err(out);
                 }
             }
-            after(e.info.name, module);
+            observe(e.info.name, module, false);
         }
         Ok(())
     }

@@ -62,6 +62,14 @@
 // DUMP:      IR Dump After cse
 // DUMP:      func.func @second
 
+/// A failing pass is dumped with MLIR's "Failed" header before the error
+/// (here remat on a generated model's gradient, given a budget no plan can meet).
+// RUN: ckopt-gen mlp --depth 2 --width 4 --batch 2 | not ckopt-opt - '--pass-pipeline=autodiff,remat{mode=optimal budget=1B}' --print-ir-after-all -o /dev/null 2>&1 | FileCheck %s --check-prefix=FAILDUMP
+// FAILDUMP:      // -----// IR Dump After autodiff //----- //
+// FAILDUMP:      // -----// IR Dump After remat Failed //----- //
+// FAILDUMP-NEXT: module {
+// FAILDUMP:      error: remat
+
 /// --pass-statistics reports per pass, summed over the cases.
 // RUN: ckopt-opt %s --split-input-file --pass-pipeline=cse,dce --pass-statistics -o /dev/null 2>&1 | FileCheck %s --check-prefix=STATS
 // STATS:      ... Pass statistics report ...

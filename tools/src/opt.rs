@@ -76,6 +76,20 @@ pub fn dump_header(pass: &str) -> String {
     format!("// -----// IR Dump After {pass} //----- //\n")
 }
 
+/// Header of the dump of a pass that failed (or whose output did not verify).
+pub fn dump_header_failed(pass: &str) -> String {
+    format!("// -----// IR Dump After {pass} Failed //----- //\n")
+}
+
+/// Whether the printer can print `m` (every value id in range), which a
+/// broken pass may not leave it in; such a module is not dumped.
+fn printable(m: &Module) -> bool {
+    m.funcs.iter().all(|f| {
+        let ok = |v: ckopt_ir::ValueId| v.index() < f.values.len();
+        f.params.iter().all(|p| ok(p.value)) && f.body.iter().all(|o| o.operands.iter().all(|&v| ok(v)) && o.result.is_none_or(ok))
+    })
+}
+
 /// Runs the driver over `src`. `Err` is a pipeline error (unknown pass or
 /// option, bad option value): a message that lists the valid names.
 pub fn run_opt(cfg: &OptConfig, src: &Source) -> Result<OptOutput, String> {
@@ -145,9 +159,9 @@ fn process_case(
     let mut module = ckopt_ir::parse_module_at(chunk, &src.name, first_line)?;
     verify_module(&module)?;
     let print_after = cfg.print_ir_after_all;
-    pm.run_with(&mut module, |pass, m| {
-        if print_after {
-            dumps.push_str(&dump_header(pass));
+    pm.run_observed(&mut module, |pass, m, failed| {
+        if print_after && (!failed || printable(m)) {
+            dumps.push_str(&if failed { dump_header_failed(pass) } else { dump_header(pass) });
             dumps.push_str(&print_module(m));
             dumps.push('\n');
         }
