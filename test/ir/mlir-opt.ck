@@ -1,10 +1,16 @@
 // RUN: ckopt-opt %S/roundtrip.ck | %mlir-opt --allow-unregistered-dialect | FileCheck %s --check-prefix=MLIR
 // RUN: ckopt-opt %S/roundtrip.ck | %mlir-opt --allow-unregistered-dialect | ckopt-opt | FileCheck %s --check-prefix=BACK
 // RUN: ckopt-opt %s | %mlir-opt --allow-unregistered-dialect --verify-roundtrip | FileCheck %s --check-prefix=SELF
+// RUN: ckopt-gen mlp --depth 2 --width 8 --batch 4 | %mlir-opt --allow-unregistered-dialect | ckopt-opt > /dev/null
+// RUN: ckopt-gen resmlp --depth 2 --width 8 --batch 4 | %mlir-opt --allow-unregistered-dialect | ckopt-opt > /dev/null
+// RUN: ckopt-gen lstm --depth 2 --seq 3 --width 4 --batch 2 | %mlir-opt --allow-unregistered-dialect | ckopt-opt > /dev/null
+// RUN: ckopt-gen resnet --depth 2 --channels 4 --image 6 --batch 2 --classes 3 | %mlir-opt --allow-unregistered-dialect | ckopt-opt > /dev/null
+// RUN: ckopt-gen transformer --depth 2 --seq 4 --width 8 --heads 2 --batch 2 | %mlir-opt --allow-unregistered-dialect | ckopt-opt > /dev/null
 
 /// What ckopt prints is accepted by upstream mlir-opt (LLVM 22) with
 /// --allow-unregistered-dialect, and what mlir-opt prints back (renamed
-/// values, `5.000000e-01`-style floats, `\22` escapes) is accepted by ckopt.
+/// values, `5.000000e-01`-style floats, `\22` escapes) is accepted by ckopt,
+/// for this file and for every ckopt-gen model.
 
 // MLIR-LABEL: func.func @all_ops(%arg0: tensor<2x3xf32>, %arg1: tensor<3x4xf32> {ck.param}
 // MLIR: "ck.scale"(%{{.*}}) {value = 5.000000e-01 : f32}
