@@ -1058,6 +1058,46 @@ mod tests {
     }
 
     #[test]
+    fn forward_copy_keeps_user_marks_and_drops_placement() {
+        // ck.mirror/ck.checkpoint survive into @f_grad; ck.inplace/ck.offset (invalid once the
+        // backward reads forward values) are dropped; the function's arena size is not copied.
+        let mut m = mlp();
+        {
+            let f = &mut m.funcs[0];
+            f.body[0].attrs.insert("ck.checkpoint".into(), Attr::Unit);
+            f.body[1].attrs.insert("ck.mirror".into(), Attr::Unit);
+            f.body[1].attrs.insert("ck.inplace".into(), Attr::Int(0));
+            f.body[2].attrs.insert("ck.offset".into(), Attr::Int(64));
+            f.attrs.insert("ck.arena_bytes".into(), Attr::Int(4096));
+        }
+        autodiff(&mut m, &AutodiffOptions::default()).unwrap();
+        let g = m.func("mlp_grad").unwrap();
+        assert!(g.body[0].has_attr("ck.checkpoint"));
+        assert!(g.body[1].has_attr("ck.mirror"));
+        assert!(!g.body.iter().any(|o| o.has_attr("ck.inplace") || o.has_attr("ck.offset")));
+        assert!(!g.attrs.contains_key("ck.arena_bytes"));
+        assert!(m.funcs[0].body[1].has_attr("ck.inplace"), "the source function is unchanged");
+    }
+
+    #[test]
+    fn loss_that_is_an_argument_has_gradient_one() {
+        // @f(%l, %w) returns %l itself: d l/d l = 1, d l/d w = 0.
+        let mut f = Func::new("f", l());
+        let a = f.add_param("l", t(&[]), false);
+        let _w = f.add_param("w", t(&[2]), false);
+        f.push_return(&[a], l());
+        let mut m = Module { funcs: vec![f] };
+        autodiff(&mut m, &AutodiffOptions::default()).unwrap();
+        verify_module(&m).unwrap();
+        let g = m.func("f_grad").unwrap();
+        let vals: Vec<f32> = g.returned()[1..]
+            .iter()
+            .map(|r| g.body.iter().find(|o| o.result == Some(*r)).unwrap().f32_attr("value").unwrap())
+            .collect();
+        assert_eq!(vals, vec![1.0, 0.0]);
+    }
+
+    #[test]
     fn options_parse() {
         let mut o = PassOptions { pass: "autodiff".into(), values: Default::default() };
         assert_eq!(AutodiffOptions::from_pass_options(&o).unwrap(), AutodiffOptions::default());
