@@ -933,3 +933,12 @@ func.func @f(%x: tensor<2xf32>) -> tensor<2xf32> {
   %y = "ck.neg"(%b) : (tensor<2xf32>) -> tensor<3xf32> // expected-error {{does not match the inferred type}}
   "ck.return"(%b) : (tensor<2xf32>) -> ()
 }
+
+// -----
+
+/// concat: the concatenated dimension itself overflows u64.
+func.func @f(%x: tensor<2xf32>, %a: tensor<4611686018427387903xf16>) -> tensor<2xf32> {
+  // expected-error@+1 {{'ck.concat' op concat size overflows}}
+  %y = "ck.concat"(%a, %a, %a, %a, %a) {dim = 0 : i64} : (tensor<4611686018427387903xf16>, tensor<4611686018427387903xf16>, tensor<4611686018427387903xf16>, tensor<4611686018427387903xf16>, tensor<4611686018427387903xf16>) -> tensor<2xf16>
+  "ck.return"(%x) : (tensor<2xf32>) -> ()
+}
