@@ -70,7 +70,8 @@
 //! evenly between the tied maxima (a subgradient, like JAX); `max_pool2d`
 //! follows `max_pool2d_grad` (first maximum in the window).
 //!
-//! Invariants in: a verified module. Out: a verified module with one more
+//! Invariants in: a verified module (each target function is re-verified
+//! first, so bad input gives the verifier's diagnostics, never a panic). Out: a verified module with one more
 //! function per differentiated function; existing functions unchanged.
 //! Errors (located, naming the function or op): `func=NAME` missing or not
 //! returning a rank-0 first result, `@NAME_grad` already present for
@@ -208,6 +209,13 @@ pub fn autodiff_with_stats(module: &mut Module, opts: &AutodiffOptions) -> Resul
             .collect(),
     };
     let mut diags = Diags::new();
+    // The rules index operands by the op table's arities: refuse unverified input instead of panicking.
+    for &i in &targets {
+        ckopt_ir::verify::verify_func(&module.funcs[i], &mut diags);
+    }
+    if !diags.is_empty() {
+        return Err(diags);
+    }
     let mut made = Vec::new();
     let mut stats = AutodiffStats::default();
     for i in targets {
@@ -1095,6 +1103,14 @@ mod tests {
             .map(|r| g.body.iter().find(|o| o.result == Some(*r)).unwrap().f32_attr("value").unwrap())
             .collect();
         assert_eq!(vals, vec![1.0, 0.0]);
+    }
+
+    #[test]
+    fn unverified_input_is_an_error_not_a_panic() {
+        let mut m = mlp();
+        m.funcs[0].body[0].operands.pop(); // a matmul with one operand
+        let e = autodiff(&mut m, &AutodiffOptions::default()).unwrap_err();
+        assert!(e.0[0].message.contains("expects 2 operands"), "{e}");
     }
 
     #[test]
