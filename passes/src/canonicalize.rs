@@ -23,10 +23,10 @@
 //! egg-based `inplace` pass.
 //!
 //! Safety with earlier passes: a fold that redirects uses to another value
-//! extends that value's lifetime, so it is skipped when the value is later
-//! overwritten in place (`ck.inplace`) or the function is already placed by
-//! memplan (see [`ReplaceGuard`]); folds that rewrite an op into a new one are
-//! skipped on ops carrying `ck.inplace`/`ck.offset`, and look-through folds
+//! extends that value's lifetime, so it is skipped when either value is
+//! overwritten in place by a later op (`ck.inplace`) or the function is
+//! already placed by memplan (see [`ReplaceGuard`]); folds that rewrite an
+//! op into a new one are skipped on ops carrying `ck.inplace`/`ck.offset`, and look-through folds
 //! never look through an in-place producer.
 //!
 //! Invariants. In: a verified module. Out: a verified module with the same
@@ -116,8 +116,9 @@ fn fold(f: &Func, body: &[Op], def: &[Option<usize>], guard: &ReplaceGuard, op: 
     let r = op.result?;
     let x = *op.operands.first()?;
     let same_type = f.ty(x) == f.ty(r);
-    // A fold to an existing value `v` extends `v`'s life.
-    let to_value = |v: ValueId| guard.may_extend(v).then_some(Fold::Value(v));
+    // A fold to an existing value `v` extends `v`'s life, and hands it any
+    // in-place overwrite of `r`.
+    let to_value = |v: ValueId| guard.may_replace(r, v).then_some(Fold::Value(v));
     // Rewriting the op itself is not done on ops placed or made in-place by later passes.
     let rewritable = !op.has_attr(ATTR_INPLACE) && !op.has_attr(ATTR_OFFSET);
     match op.kind {

@@ -16,9 +16,10 @@
 //!   plan it proved) or `ck.inplace` (they overwrite an operand's buffer, so
 //!   their result is not a fresh copy that can be shared);
 //! - `ck.return`;
-//! - any pair when the earlier op's value is later overwritten in place or the
+//! - any pair when either value is overwritten in place by a later op or the
 //!   function was already memory-planned ([`ReplaceGuard`]): merging extends
-//!   the earlier value's lifetime.
+//!   the earlier value's lifetime, and would move the later one's in-place
+//!   overwrite onto a value that is still read.
 //!
 //! Cost model: merging makes the earlier value live until the later one's
 //! last use. For a large cheap constant (`fill`) used far apart that can
@@ -69,7 +70,7 @@ pub fn cse(f: &mut Func) -> usize {
                 ty: Some(f.ty(r).clone()),
             };
             match seen.get(&key) {
-                Some(&earlier) if guard.may_extend(earlier) => {
+                Some(&earlier) if guard.may_replace(r, earlier) => {
                     repl.replace(r, earlier);
                     removed += 1;
                     continue;

@@ -11,10 +11,11 @@
 //!   removed ops.
 //!
 //! - [`ReplaceGuard`]: which values may stand in for another. Replacing `v`
-//!   by `w` makes `w` live longer; that is only safe when no op later writes
-//!   into `w`'s buffer (`w` is not the `ck.inplace` operand of any op) and the
-//!   function has no memplan placement yet (`ck.offset`, `ck.arena_bytes`),
-//!   whose proof assumed the old lifetimes.
+//!   by `w` makes `w` live longer; that is only safe when no op writes into
+//!   `w`'s buffer (`w` is not the `ck.inplace` operand of any op), when no op
+//!   writes into `v`'s buffer (it would then overwrite `w`, which other ops
+//!   may still read), and when the function has no memplan placement yet
+//!   (`ck.offset`, `ck.arena_bytes`), whose proof assumed the old lifetimes.
 //!
 //! Complexity: all O(ops + values).
 
@@ -44,9 +45,16 @@ impl ReplaceGuard {
         }
         ReplaceGuard { planned, clobbered }
     }
-    /// Whether uses of another value may be redirected to `w` (extending its life).
+    /// Whether `w` may get more uses (extending its life).
     pub fn may_extend(&self, w: ValueId) -> bool {
-        !self.planned && !self.clobbered.get(w.index()).copied().unwrap_or(true)
+        !self.planned && !self.is_clobbered(w)
+    }
+    /// Whether the uses of `v` may be redirected to `w`.
+    pub fn may_replace(&self, v: ValueId, w: ValueId) -> bool {
+        self.may_extend(w) && !self.is_clobbered(v)
+    }
+    fn is_clobbered(&self, v: ValueId) -> bool {
+        self.clobbered.get(v.index()).copied().unwrap_or(true)
     }
 }
 

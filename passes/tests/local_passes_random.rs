@@ -11,12 +11,16 @@
 //!    is exact, so no tolerance);
 //! 3. the pipeline removes everything that was added: P(r) has at most as
 //!    many ops as `m`; dce alone removes every inserted dead op, and cse
-//!    alone every inserted duplicate.
+//!    alone every inserted duplicate;
+//! 4. on `r` with greedy `ck.inplace` marks (`inplace::mark_inplace_greedy`),
+//!    every pass keeps every remaining mark legal (no value is read after
+//!    its buffer was overwritten) and the results unchanged.
 
 use ckopt_interp::{Tensor, random_inputs, run_func};
 use ckopt_ir::testgen::{GenConfig, arb_module};
 use ckopt_ir::{Attr, Func, Loc, Module, Op, OpKind, TensorType, ValueId, attrs, print_module, verify_module};
-use ckopt_passes::{canonicalize::canonicalize, cse::cse, dce::dce};
+use ckopt_passes::inplace::{inplace_is_legal, mark_inplace_greedy};
+use ckopt_passes::{analysis::liveness, canonicalize::canonicalize, cse::cse, dce::dce};
 use proptest::prelude::*;
 
 /// A small deterministic generator for the mutation choices.
@@ -185,6 +189,35 @@ fn property(m: Module, seed: u64) -> Result<(), TestCaseError> {
         &inputs,
     )?;
     prop_assert!(ops(&all) <= ops(&m), "pipeline kept added ops: {} > {}\n{}", ops(&all), ops(&m), print_module(&all));
+
+    let mut marked = r.clone();
+    mark_inplace_greedy(&mut marked.funcs[0]);
+    let passes: [(&str, fn(&mut Func)); 4] = [
+        ("dce", |f| {
+            dce(f);
+        }),
+        ("cse", |f| {
+            cse(f);
+        }),
+        ("canonicalize", |f| {
+            canonicalize(f);
+        }),
+        ("canonicalize,cse,dce", |f| {
+            canonicalize(f);
+            cse(f);
+            dce(f);
+        }),
+    ];
+    for (name, pass) in passes {
+        let p = check_pass(name, &marked, pass, &want, &inputs)?;
+        let f = &p.funcs[0];
+        let live = liveness(f);
+        for (i, op) in f.body.iter().enumerate() {
+            if op.has_attr("ck.inplace") {
+                prop_assert!(inplace_is_legal(f, i, &live), "{}: op {} has an illegal in-place mark\nbefore:\n{}\nafter:\n{}", name, i, print_module(&marked), print_module(&p));
+            }
+        }
+    }
     Ok(())
 }
 

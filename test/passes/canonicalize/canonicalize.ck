@@ -126,6 +126,25 @@ module {
 
 // -----
 
+/// Nor fold a value that is overwritten in place onto one still read later:
+/// the tanh would overwrite %e, which the add reads after it.
+// CHECK-LABEL: func.func @inplace_user_blocks_fold
+// CHECK-NEXT:    %e = "ck.exp"(%x)
+// CHECK-NEXT:    %s = "ck.scale"(%e) {value = 1.0 : f32}
+// CHECK-NEXT:    %t = "ck.tanh"(%s) {ck.inplace = 0 : i64}
+// CHECK-NEXT:    %y = "ck.add"(%e, %t)
+module {
+  func.func @inplace_user_blocks_fold(%x: tensor<4xf32>) -> tensor<4xf32> {
+    %e = "ck.exp"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+    %s = "ck.scale"(%e) {value = 1.0 : f32} : (tensor<4xf32>) -> tensor<4xf32>
+    %t = "ck.tanh"(%s) {ck.inplace = 0 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+    %y = "ck.add"(%e, %t) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    "ck.return"(%y) : (tensor<4xf32>) -> ()
+  }
+}
+
+// -----
+
 /// Nothing to fold: the function is printed unchanged.
 // CHECK-LABEL: func.func @unchanged
 // CHECK-NEXT:    %a = "ck.transpose"(%x) {perm = [1, 0]}

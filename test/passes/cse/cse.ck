@@ -123,3 +123,21 @@ module {
     "ck.return"(%a, %b, %c) : (tensor<2xf32>, tensor<3xf32>, tensor<3xf32>) -> ()
   }
 }
+
+// -----
+
+/// A duplicate that is overwritten in place is not merged either: its
+/// in-place user would then overwrite the earlier value, still returned.
+// CHECK-LABEL: func.func @inplace_later
+// CHECK-NEXT:    %a = "ck.exp"(%x)
+// CHECK-NEXT:    %b = "ck.exp"(%x)
+// CHECK-NEXT:    %d = "ck.neg"(%b) {ck.inplace = 0 : i64}
+// CHECK-NEXT:    "ck.return"(%a, %d)
+module {
+  func.func @inplace_later(%x: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
+    %a = "ck.exp"(%x) : (tensor<8xf32>) -> tensor<8xf32>
+    %b = "ck.exp"(%x) : (tensor<8xf32>) -> tensor<8xf32>
+    %d = "ck.neg"(%b) {ck.inplace = 0 : i64} : (tensor<8xf32>) -> tensor<8xf32>
+    "ck.return"(%a, %d) : (tensor<8xf32>, tensor<8xf32>) -> ()
+  }
+}
