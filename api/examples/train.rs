@@ -2,8 +2,8 @@
 //! remat and once with `remat{mode=sqrt}`, and shows that the losses match
 //! step for step while the planned arena shrinks.
 //!
-//! `cargo run --release -p ckopt --example train -- [--depth N] [--width N]
-//! [--batch N] [--steps N] [--lr X] [--target cpu|interp|cuda]`
+//! `cargo run --release -p ckopt --example train -- [--depth N=32] [--width N=32]
+//! [--batch N=256] [--steps N=5] [--lr X=0.01] [--target cpu|interp|cuda]`
 
 use ckopt::{GenOptions, ModelKind, Options, Target, Trainer, memory_report, model, optimize};
 use std::process::ExitCode;
@@ -17,11 +17,11 @@ fn arg<T: std::str::FromStr>(args: &[String], name: &str, default: T) -> Result<
 
 fn run() -> Result<bool, Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let depth: u64 = arg(&args, "--depth", 16)?;
-    let width: u64 = arg(&args, "--width", 64)?;
-    let batch: u64 = arg(&args, "--batch", 32)?;
+    let depth: u64 = arg(&args, "--depth", 32)?;
+    let width: u64 = arg(&args, "--width", 32)?;
+    let batch: u64 = arg(&args, "--batch", 256)?;
     let steps: usize = arg(&args, "--steps", 5)?;
-    let lr: f32 = arg(&args, "--lr", 0.05)?;
+    let lr: f32 = arg(&args, "--lr", 0.01)?;
     let target = match arg(&args, "--target", "cpu".to_string())?.as_str() {
         "cpu" => Target::Cpu,
         "cuda" => Target::Cuda,

@@ -13,7 +13,7 @@ pub mod cpu;
 pub mod cuda;
 pub mod report;
 
-pub use cpu::CpuExecutor;
+pub use cpu::{CpuExecutor, default_opt_level};
 pub use cuda::{CudaExecutor, cuda_status};
 pub use report::Report;
 
