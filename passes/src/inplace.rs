@@ -52,8 +52,9 @@ pub fn operand_is_overwritable(f: &Func, op_index: usize, n: usize, live: &Liven
     let (Some(r), Some(&v)) = (op.result, op.operands.get(n)) else { return false };
     inplace_capable(op.kind)
         && live.def.get(v.index()).copied().flatten().is_some_and(|d| d < op_index)
+        // Nothing after this op reads v; this also rules out a returned v,
+        // whose last reader is `ck.return` (never an in-place op).
         && live.last_use.get(v.index()).copied().flatten() == Some(op_index)
-        && !f.returned().contains(&v)
         && f.ty(v).byte_size().is_some()
         && f.ty(v).byte_size() == f.ty(r).byte_size()
 }

@@ -164,6 +164,9 @@ impl TimeTree {
 /// Places `blocks` (intervals within `[0, horizon)`) with the given policy.
 /// Blocks of size 0 get offset 0 and occupy nothing.
 pub fn place(blocks: &[Block], horizon: usize, policy: Policy) -> Placement {
+    if policy == Policy::FirstFit {
+        return first_fit_online(blocks);
+    }
     let horizon = blocks.iter().map(|b| b.end + 1).max().unwrap_or(0).max(horizon);
     let mut order: Vec<usize> = (0..blocks.len()).collect();
     match policy {
@@ -216,6 +219,70 @@ pub fn place(blocks: &[Block], horizon: usize, policy: Policy) -> Placement {
         offsets[i] = off;
         arena = arena.max(end);
         tree.insert(b.start, b.end, off, end);
+    }
+    Placement { offsets, arena_bytes: arena }
+}
+
+/// First-fit in schedule order. Placing blocks by start time, the placed
+/// blocks that overlap the new one in time are exactly those still live at
+/// its start, so this is an online allocator: a coalesced free list of holes
+/// below the frontier, the lowest hole that fits (else the frontier), and
+/// frees at each block's end. O(n log n + n · holes).
+fn first_fit_online(blocks: &[Block]) -> Placement {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+    let mut order: Vec<usize> = (0..blocks.len()).collect();
+    order.sort_by_key(|&a| (blocks[a].start, a));
+    let mut offsets = vec![0u64; blocks.len()];
+    let mut holes: BTreeMap<u64, u64> = BTreeMap::new(); // offset -> end, never touching `top`
+    let mut top = 0u64;
+    let mut arena = 0u64;
+    let mut live: BinaryHeap<Reverse<(usize, usize)>> = BinaryHeap::new(); // (end, block)
+    for &i in &order {
+        let b = blocks[i];
+        while let Some(&Reverse((end, j))) = live.peek() {
+            if end >= b.start {
+                break;
+            }
+            live.pop();
+            let (mut s, mut e) = (offsets[j], offsets[j] + blocks[j].size);
+            if let Some((&ps, &pe)) = holes.range(..s).next_back() {
+                if pe == s {
+                    holes.remove(&ps);
+                    s = ps;
+                }
+            }
+            if let Some(&ne) = holes.get(&e) {
+                holes.remove(&e);
+                e = ne;
+            }
+            if e == top {
+                top = s;
+            } else {
+                holes.insert(s, e);
+            }
+        }
+        if b.size == 0 {
+            continue;
+        }
+        let fit = holes.iter().find(|&(&s, &e)| e - s >= b.size).map(|(&s, &e)| (s, e));
+        let off = match fit {
+            Some((s, e)) => {
+                holes.remove(&s);
+                if e - s > b.size {
+                    holes.insert(s + b.size, e);
+                }
+                s
+            }
+            None => {
+                let o = top;
+                top = top.saturating_add(b.size);
+                o
+            }
+        };
+        offsets[i] = off;
+        arena = arena.max(off.saturating_add(b.size));
+        live.push(Reverse((b.end, i)));
     }
     Placement { offsets, arena_bytes: arena }
 }

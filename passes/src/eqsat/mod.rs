@@ -34,7 +34,7 @@ pub mod rules;
 use ckopt_ir::attr::format_dict;
 use ckopt_ir::ops::ATTR_INPLACE;
 use ckopt_ir::{Attrs, Func, Op, OpKind, TensorType, ValueId};
-use egg::{Analysis, CostFunction, DidMerge, EGraph, Extractor, Id, Language, Runner, SimpleScheduler, StopReason};
+use egg::{Analysis, CostFunction, DidMerge, EGraph, Id, Language, Runner, SimpleScheduler, StopReason};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -254,8 +254,8 @@ pub fn simplify_func(f: &mut Func, limits: Limits) -> (Vec<Option<usize>>, SatRe
     report.applied = applied.into_iter().collect();
     let eg = runner.egraph;
     // 3. Extract and rebuild.
-    let ex = Extractor::new(&eg, NewBytes);
-    let mut rb = Rebuild { eg: &eg, ex: &ex, mat: HashMap::new(), body: Vec::new(), pref: Vec::new(), replaced: 0 };
+    let best = extract_in_schedule_order(&eg, f, &class_of, &op_class);
+    let mut rb = Rebuild { eg: &eg, best: &best, mat: HashMap::new(), body: Vec::new(), pref: Vec::new(), replaced: 0 };
     for p in &f.params {
         rb.mat.insert(eg.find(class_of[&p.value]), p.value);
     }
@@ -353,6 +353,48 @@ fn drop_dead(
     (nb, np)
 }
 
+/// Extraction: the cheapest e-node of every e-class under `NewBytes`,
+/// computed in ONE pass over the e-classes in schedule order (arguments,
+/// then the e-class of each op at its first op). Every original e-node's
+/// children come earlier in that order, so each e-class gets a cost; an
+/// e-node whose children are not costed yet (a self loop such as
+/// `mul(C, one)` in C, or a later e-class) is skipped, which also makes the
+/// choice acyclic. egg's `Extractor` computes the same costs by iterating to
+/// a fixpoint over all e-classes in hash order, which takes O(n·depth) on a
+/// deep training graph (seconds for a 100-layer gradient); this is O(e-nodes).
+fn extract_in_schedule_order(
+    eg: &CkGraph,
+    f: &Func,
+    class_of: &HashMap<ValueId, Id>,
+    op_class: &[Option<Id>],
+) -> HashMap<Id, CkNode> {
+    let mut cost: HashMap<Id, (u64, u64)> = HashMap::with_capacity(op_class.len() + f.params.len());
+    let mut best: HashMap<Id, CkNode> = HashMap::with_capacity(cost.capacity());
+    let order = f.params.iter().map(|p| class_of[&p.value]).chain(op_class.iter().flatten().copied());
+    let mut cf = NewBytes;
+    for c in order {
+        let c = eg.find(c);
+        if cost.contains_key(&c) {
+            continue;
+        }
+        let mut pick: Option<((u64, u64), &CkNode)> = None;
+        for n in &eg[c].nodes {
+            if !n.children.iter().all(|&ch| cost.contains_key(&eg.find(ch))) {
+                continue;
+            }
+            let k = cf.cost(n, |ch| cost[&eg.find(ch)]);
+            if pick.as_ref().is_none_or(|(pk, _)| k < *pk) {
+                pick = Some((k, n));
+            }
+        }
+        if let Some((k, n)) = pick {
+            cost.insert(c, k);
+            best.insert(c, n.clone());
+        }
+    }
+    best
+}
+
 /// The op's own attributes: everything but `ck.*` pass attributes.
 fn own_attrs(op: &Op) -> Attrs {
     op.attrs.iter().filter(|(k, _)| !k.starts_with("ck.")).map(|(k, v)| (k.clone(), v.clone())).collect()
@@ -360,7 +402,8 @@ fn own_attrs(op: &Op) -> Attrs {
 
 struct Rebuild<'a> {
     eg: &'a CkGraph,
-    ex: &'a Extractor<'a, NewBytes, CkNode, TypeOf>,
+    /// Best e-node of each canonical e-class.
+    best: &'a HashMap<Id, CkNode>,
     /// Canonical e-class → the value that holds it in the new body.
     mat: HashMap<Id, ValueId>,
     body: Vec<Op>,
@@ -379,7 +422,7 @@ impl Rebuild<'_> {
         if depth > 32 {
             return None;
         }
-        let node = self.ex.find_best_node(c).clone();
+        let node = self.best.get(&c)?.clone();
         let mut kids = Vec::with_capacity(node.children.len());
         for &ch in &node.children {
             let ch = self.eg.find(ch);
