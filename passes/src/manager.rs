@@ -273,16 +273,16 @@ impl PassManager {
                 observe(e.info.name, module, true);
                 return Err(d);
             }
-            if self.verify_each {
-                if let Err(ds) = verify_module(module) {
-                    observe(e.info.name, module, true);
-                    let mut out = Diags::new();
-                    for mut d in ds.0 {
-                        d.message = format!("after pass {}: {}", e.info.name, d.message);
-                        out.push(d);
-                    }
-                    return Err(out);
+            if self.verify_each
+                && let Err(ds) = verify_module(module)
+            {
+                observe(e.info.name, module, true);
+                let mut out = Diags::new();
+                for mut d in ds.0 {
+                    d.message = format!("after pass {}: {}", e.info.name, d.message);
+                    out.push(d);
                 }
+                return Err(out);
             }
             observe(e.info.name, module, false);
         }

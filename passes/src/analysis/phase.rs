@@ -24,10 +24,10 @@ pub fn op_phases(f: &Func) -> Vec<Phase> {
         }
         needed[i] = true;
         for o in &f.body[i].operands {
-            if let Some(d) = def[o.index()] {
-                if !needed[d] {
-                    stack.push(d);
-                }
+            if let Some(d) = def[o.index()]
+                && !needed[d]
+            {
+                stack.push(d);
             }
         }
     }
