@@ -12,7 +12,9 @@
 //! the result's byte size; otherwise (an argument, a size mismatch, a bad
 //! index) the result counts as a fresh buffer, which over- rather than
 //! under-estimates. A buffer holds a function result if any of its values is
-//! returned; `temp_peak_bytes` leaves such buffers out entirely.
+//! returned; for `temp_peak_bytes` such a buffer counts only while it still
+//! holds temporaries (until the op that defines its first result value, as
+//! when a gradient is accumulated in place into the returned sum).
 //! Complexity: O(ops + values).
 
 use ckopt_ir::{Func, ValueId, ops::ATTR_INPLACE};
@@ -29,6 +31,9 @@ pub struct Interval {
     pub bytes: u64,
     /// Whether any value in the buffer is a function result.
     pub is_result: bool,
+    /// Def index of the first value in the buffer that is a function result
+    /// (None if none is). Before it the buffer holds temporaries only.
+    pub result_from: Option<usize>,
 }
 
 #[derive(Clone, Debug)]
@@ -84,6 +89,9 @@ pub fn liveness(f: &Func) -> Liveness {
                 let iv = &mut intervals[k];
                 iv.end = iv.end.max(end);
                 iv.is_result |= returned[r.index()];
+                if returned[r.index()] {
+                    iv.result_from = Some(iv.result_from.map_or(d, |x| x.min(d)));
+                }
             }
             None => {
                 slot[root.index()] = Some(intervals.len());
@@ -93,6 +101,7 @@ pub fn liveness(f: &Func) -> Liveness {
                     end,
                     bytes: f.ty(r).bytes(),
                     is_result: returned[r.index()],
+                    result_from: returned[r.index()].then_some(d),
                 });
             }
         }
@@ -100,16 +109,29 @@ pub fn liveness(f: &Func) -> Liveness {
     Liveness { def, last_use, buffer, intervals }
 }
 
-/// Live bytes at each op index, optionally excluding buffers that hold results.
+/// Live bytes at each op index. With `include_results` false (temp_peak),
+/// a buffer counts only while it holds temporaries: up to and including the
+/// op defining its first result value (the in-place op that turns a
+/// temporary into a result still reads the temporary there), and not at all
+/// when its first value is a result.
 pub fn live_bytes_timeline(f: &Func, live: &Liveness, include_results: bool) -> Vec<u64> {
     let len = f.body.len();
     let mut delta = vec![0i128; len + 1];
     for iv in &live.intervals {
-        if !include_results && iv.is_result {
+        let end = match iv.result_from {
+            Some(rf) if !include_results => {
+                if rf <= iv.start {
+                    continue;
+                }
+                rf.min(iv.end)
+            }
+            _ => iv.end,
+        };
+        if iv.start >= len || end >= len {
             continue;
         }
         delta[iv.start] += iv.bytes as i128;
-        delta[iv.end + 1] -= iv.bytes as i128;
+        delta[end + 1] -= iv.bytes as i128;
     }
     let mut cur: i128 = 0;
     let mut out = Vec::with_capacity(len);
@@ -148,11 +170,41 @@ mod tests {
         .expect("parses");
         let f = &m.funcs[0];
         let l = liveness(f);
-        let spans: Vec<(usize, usize, u64, bool)> = l.intervals.iter().map(|i| (i.start, i.end, i.bytes, i.is_result)).collect();
+        let spans: Vec<(usize, usize, u64, bool)> =
+            l.intervals.iter().map(|i| (i.start, i.end, i.bytes, i.is_result)).collect();
         // {a,b}: [0,3]; u: [1,1]; c: [3,4] returned
         assert_eq!(spans, vec![(0, 3, 16, false), (1, 1, 16, false), (3, 4, 16, true)]);
         assert_eq!(live_bytes_timeline(f, &l, true), vec![16, 32, 16, 32, 16]);
         assert_eq!(live_bytes_timeline(f, &l, false), vec![16, 32, 16, 16, 0]);
         assert_eq!(peak(f, &l, true), 32);
+    }
+}
+
+#[cfg(test)]
+mod temp_tests {
+    use super::*;
+
+    /// A temporary turned into a result by an in-place op counts as temp
+    /// memory until (and at) that op, then as a result only.
+    /// a [0,1] then b (result, in place on a) [1,3]; c [2,2] temp.
+    #[test]
+    fn inplace_into_a_result_counts_as_temp_before() {
+        let m = ckopt_ir::parse_and_verify(
+            r#"module {
+  func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+    %a = "ck.exp"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+    %b = "ck.neg"(%a) {ck.inplace = 0 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+    %c = "ck.tanh"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+    "ck.return"(%b) : (tensor<4xf32>) -> ()
+  }
+}"#,
+            "t.ck",
+        )
+        .expect("parses");
+        let f = &m.funcs[0];
+        let l = liveness(f);
+        assert_eq!(l.intervals[0].result_from, Some(1));
+        assert_eq!(live_bytes_timeline(f, &l, true), vec![16, 16, 32, 16]);
+        assert_eq!(live_bytes_timeline(f, &l, false), vec![16, 16, 16, 0]);
     }
 }
