@@ -272,7 +272,7 @@ impl CpuProgram {
         if arena.len() as u64 != l.arena_bytes {
             return Err(format!("arena has {} bytes, @{} needs exactly {}", arena.len(), l.func, l.arena_bytes));
         }
-        if (arena.as_ptr() as usize) % 4 != 0 {
+        if !(arena.as_ptr() as usize).is_multiple_of(4) {
             return Err("arena is not 4-byte aligned".into());
         }
         if inputs.len() != l.inputs.len() {

@@ -38,6 +38,9 @@ pub fn memref_ty(n: u64) -> String {
     format!("memref<{n}xf32>")
 }
 
+/// The body of an `scf.for`: (emitter, induction variable, carried values) -> next values.
+type LoopBody<'a> = dyn FnMut(&mut Em, &str, &[String]) -> Vec<String> + 'a;
+
 /// A text emitter with fresh SSA names.
 pub struct Em {
     pub out: String,
@@ -173,7 +176,7 @@ impl Em {
         &mut self,
         hi: u64,
         inits: &[(String, &str)],
-        body: &mut dyn FnMut(&mut Em, &str, &[String]) -> Vec<String>,
+        body: &mut LoopBody<'_>,
     ) -> Vec<String> {
         let lo = self.ci(0);
         let up = self.ci(hi);
@@ -661,7 +664,6 @@ fn concat_pick(em: &mut Em, ins: &[Mem], shapes: &[Vec<u64>], yi: &[String], d: 
     }
     let end = start + shapes[k][d];
     let cond = em.icmp_c("ult", &yi[d], end);
-    let load = load;
     em.if_vals(&cond, &["f32"], &mut |em| vec![load(em)], &mut |em| {
         vec![concat_pick(em, ins, shapes, yi, d, k + 1, end)]
     })[0]

@@ -238,17 +238,17 @@ pub fn compile_ptx_funcs(funcs: &[Func], opts: &PtxOptions) -> Result<Vec<PtxPro
     let any_kernel = parts.iter().any(|(_, k)| !k.is_empty());
     let Some(f) = funcs.first() else { return Ok(Vec::new()) };
     let libdevice = resolve_libdevice(opts);
-    if libdevice.is_none() {
-        if let Some(op) = funcs.iter().flat_map(|f| f.body.iter()).find(|o| uses_math(o.kind)) {
-            return Err(Diag::error(
-                op.loc.clone(),
-                format!(
-                    "'{}' op needs libdevice for the cuda backend: pass --libdevice=PATH or set CKOPT_LIBDEVICE to \
-                     libdevice.10.bc (from the PyPI wheel nvidia-cuda-nvcc-cu12: nvidia/cuda_nvcc/nvvm/libdevice/libdevice.10.bc)",
-                    op.kind.full_name()
-                ),
-            ));
-        }
+    if libdevice.is_none()
+        && let Some(op) = funcs.iter().flat_map(|f| f.body.iter()).find(|o| uses_math(o.kind))
+    {
+        return Err(Diag::error(
+            op.loc.clone(),
+            format!(
+                "'{}' op needs libdevice for the cuda backend: pass --libdevice=PATH or set CKOPT_LIBDEVICE to \
+                 libdevice.10.bc (from the PyPI wheel nvidia-cuda-nvcc-cu12: nvidia/cuda_nvcc/nvvm/libdevice/libdevice.10.bc)",
+                op.kind.full_name()
+            ),
+        ));
     }
     let internal = |m: String| Diag::error(f.loc.clone(), format!("lowering @{} to PTX failed: {m}", f.name));
     let ptx = if !any_kernel {

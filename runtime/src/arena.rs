@@ -41,11 +41,11 @@ impl Arena {
 
 impl Drop for Arena {
     fn drop(&mut self) {
-        if self.bytes > 0 {
-            if let Ok(layout) = Layout::from_size_align(self.bytes, 64) {
-                // SAFETY: allocated in `new` with this layout.
-                unsafe { dealloc(self.ptr.as_ptr(), layout) }
-            }
+        if self.bytes > 0
+            && let Ok(layout) = Layout::from_size_align(self.bytes, 64)
+        {
+            // SAFETY: allocated in `new` with this layout.
+            unsafe { dealloc(self.ptr.as_ptr(), layout) }
         }
     }
 }

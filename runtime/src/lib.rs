@@ -38,7 +38,7 @@ impl Backend {
 
 /// A compiled function ready to run steps on one backend.
 pub enum Executor {
-    Cpu(CpuExecutor),
+    Cpu(Box<CpuExecutor>),
     Cuda(Box<CudaExecutor>),
 }
 
@@ -47,7 +47,7 @@ impl Executor {
     /// `ckopt_lower::PtxOptions`).
     pub fn new(func: &Func, backend: Backend, ptx: &ckopt_lower::PtxOptions) -> Result<Executor, Diag> {
         match backend {
-            Backend::Cpu => Ok(Executor::Cpu(CpuExecutor::new(func)?)),
+            Backend::Cpu => Ok(Executor::Cpu(Box::new(CpuExecutor::new(func)?))),
             Backend::Cuda => Ok(Executor::Cuda(Box::new(CudaExecutor::new(func, ptx)?))),
         }
     }
