@@ -4,6 +4,8 @@
 //! options in braces, separated by spaces or commas:
 //! `autodiff,inplace,remat{mode=greedy budget=48MiB},memplan`.
 //! Unknown pass or option names are errors that list the valid ones.
+//! MLIR's anchored form is accepted too and means the same (every ck pass
+//! works on the whole module): `builtin.module(cse,func.func(dce))`.
 //! With verify-each on (the default), the module is verified after every
 //! pass and errors are labelled "after pass X" (as rustc's MIR validator).
 
@@ -202,6 +204,47 @@ pub fn split_pipeline(text: &str) -> Result<Vec<PassOptions>, String> {
     Ok(out)
 }
 
+/// Removes MLIR op anchors (`builtin.module(`, `func.func(` and their
+/// closing parentheses), checking that parentheses balance. Braces (pass
+/// options) are copied verbatim.
+pub fn strip_anchors(text: &str) -> Result<String, String> {
+    const ANCHORS: [&str; 3] = ["builtin.module(", "func.func(", "module("];
+    let mut out = String::with_capacity(text.len());
+    let mut depth = 0usize;
+    let mut in_braces = false;
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        if !in_braces {
+            if let Some(a) = ANCHORS.iter().find(|a| rest.starts_with(**a)) {
+                let prev_ok = out.trim_end().is_empty() || out.trim_end().ends_with([',', '(']);
+                if prev_ok {
+                    depth += 1;
+                    rest = &rest[a.len()..];
+                    out.push(',');
+                    continue;
+                }
+            }
+            if c == ')' {
+                depth = depth.checked_sub(1).ok_or_else(|| format!("unbalanced ')' in pipeline '{text}'"))?;
+                out.push(',');
+                rest = &rest[1..];
+                continue;
+            }
+        }
+        match c {
+            '{' => in_braces = true,
+            '}' => in_braces = false,
+            _ => {}
+        }
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    if depth != 0 {
+        return Err(format!("unbalanced '(' in pipeline '{text}'"));
+    }
+    Ok(out)
+}
+
 /// One pass instance ready to run.
 pub struct PipelineEntry {
     pub info: &'static PassInfo,
@@ -212,7 +255,7 @@ pub struct PipelineEntry {
 /// Looks every pass up in the registry and checks option names.
 pub fn parse_pipeline(text: &str) -> Result<Vec<PipelineEntry>, String> {
     let mut out = Vec::new();
-    for opts in split_pipeline(text)? {
+    for opts in split_pipeline(&strip_anchors(text)?)? {
         let info = registry().iter().find(|p| p.name == opts.pass).ok_or_else(|| {
             let names: Vec<&str> = registry().iter().map(|p| p.name).collect();
             format!("unknown pass '{}'; valid passes: {}", opts.pass, names.join(", "))
@@ -374,6 +417,19 @@ mod tests {
         assert!(pm.run(&mut m2).is_ok());
         assert!(m2.funcs[0].body.is_empty());
         assert_eq!(pm.timings.len(), 1);
+    }
+    /// MLIR's anchored syntax means the same flat pipeline.
+    #[test]
+    fn mlir_anchors_are_accepted() {
+        let flat = |t: &str| -> Vec<String> {
+            let stripped = strip_anchors(t).expect("balanced");
+            split_pipeline(&stripped).expect("splits").into_iter().map(|o| format!("{}{:?}", o.pass, o.values)).collect()
+        };
+        assert_eq!(flat("builtin.module(cse,func.func(dce))"), flat("cse,dce"));
+        assert_eq!(flat("builtin.module(remat{mode=greedy budget=1MiB})"), flat("remat{mode=greedy,budget=1MiB}"));
+        assert!(strip_anchors("builtin.module(cse").is_err());
+        assert!(strip_anchors("cse)").is_err());
+        assert_eq!(parse_pipeline("builtin.module(func.func(cse), dce)").map(|p| p.len()).ok(), Some(2));
     }
     /// Unknown passes and options are errors that list the valid names.
     #[test]

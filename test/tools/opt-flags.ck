@@ -43,6 +43,11 @@
 // SPLIT-NEXT:   func.func @second
 // SPLIT-NEXT:   "ck.return"(%y)
 
+/// MLIR's anchored pipeline syntax means the same.
+// RUN: ckopt-opt %s --split-input-file '--pass-pipeline=builtin.module(cse,func.func(dce))' | FileCheck %s --check-prefix=SPLIT
+// RUN: not ckopt-opt %s '--pass-pipeline=builtin.module(cse' 2>&1 | FileCheck %s --check-prefix=PAREN
+// PAREN: error: unbalanced '(' in pipeline
+
 /// Without --split-input-file the markers are plain comments, so the file
 /// holds two modules: a located error with the source line and a caret.
 // RUN: not ckopt-opt %s 2>&1 | FileCheck %s --check-prefix=NOSPLIT

@@ -19,7 +19,8 @@ struct Cli {
     input: String,
 
     /// Comma-separated passes with options in braces, e.g.
-    /// 'autodiff,remat{mode=greedy budget=48MiB},memplan'.
+    /// 'autodiff,remat{mode=greedy budget=48MiB},memplan' (MLIR's
+    /// 'builtin.module(...)' anchors are accepted and ignored).
     #[arg(long = "pass-pipeline", value_name = "PIPELINE")]
     pass_pipeline: Option<String>,
 
