@@ -39,27 +39,33 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// An op's own attributes, compared and hashed by their printed form.
+/// An op's own attributes, compared by their printed form and hashed by a
+/// hash of it computed once (e-nodes are hashed and compared very often).
 #[derive(Clone, Debug)]
 pub struct AttrKey {
     pub text: String,
     pub attrs: Attrs,
+    digest: u64,
 }
 
 impl AttrKey {
     pub fn new(attrs: Attrs) -> Arc<AttrKey> {
-        Arc::new(AttrKey { text: format_dict(&attrs), attrs })
+        use std::hash::{Hash, Hasher};
+        let text = format_dict(&attrs);
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        text.hash(&mut h);
+        Arc::new(AttrKey { text, attrs, digest: h.finish() })
     }
 }
 impl PartialEq for AttrKey {
     fn eq(&self, o: &Self) -> bool {
-        self.text == o.text
+        self.digest == o.digest && self.text == o.text
     }
 }
 impl Eq for AttrKey {}
 impl std::hash::Hash for AttrKey {
     fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
-        self.text.hash(h)
+        self.digest.hash(h)
     }
 }
 impl PartialOrd for AttrKey {
@@ -88,7 +94,8 @@ pub enum Head {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CkNode {
     pub head: Head,
-    pub ty: TensorType,
+    /// Shared: cloning an e-node must not copy the shape.
+    pub ty: Arc<TensorType>,
     /// 1 + index of the op this e-node came from; 0 if built by a rewrite.
     pub uid: u32,
     pub children: Vec<Id>,
@@ -103,7 +110,7 @@ impl CkNode {
         }
     }
     /// A new (uid 0) op e-node.
-    pub fn new_op(kind: OpKind, attrs: Attrs, ty: TensorType, children: Vec<Id>) -> CkNode {
+    pub fn new_op(kind: OpKind, attrs: Attrs, ty: Arc<TensorType>, children: Vec<Id>) -> CkNode {
         CkNode { head: Head::Op { kind, attrs: AttrKey::new(attrs) }, ty, uid: 0, children }
     }
 }
@@ -131,11 +138,11 @@ impl Language for CkNode {
 pub struct TypeOf;
 
 impl Analysis<CkNode> for TypeOf {
-    type Data = TensorType;
-    fn make(_eg: &mut EGraph<CkNode, Self>, enode: &CkNode, _id: Id) -> TensorType {
+    type Data = Arc<TensorType>;
+    fn make(_eg: &mut EGraph<CkNode, Self>, enode: &CkNode, _id: Id) -> Arc<TensorType> {
         enode.ty.clone()
     }
-    fn merge(&mut self, _a: &mut TensorType, _b: TensorType) -> DidMerge {
+    fn merge(&mut self, _a: &mut Arc<TensorType>, _b: Arc<TensorType>) -> DidMerge {
         // Rewrites preserve types, so merged classes agree.
         DidMerge(false, false)
     }
@@ -212,8 +219,10 @@ pub fn simplify_func(f: &mut Func, limits: Limits) -> (Vec<Option<usize>>, SatRe
     // 1. Translate.
     let mut eg: CkGraph = EGraph::new(TypeOf);
     let mut class_of: HashMap<ValueId, Id> = HashMap::with_capacity(f.values.len());
+    let mut types: HashMap<TensorType, Arc<TensorType>> = HashMap::new();
+    let mut intern = |t: &TensorType| types.entry(t.clone()).or_insert_with(|| Arc::new(t.clone())).clone();
     for (i, p) in f.params.iter().enumerate() {
-        let id = eg.add(CkNode { head: Head::Arg(i as u32), ty: f.ty(p.value).clone(), uid: 0, children: vec![] });
+        let id = eg.add(CkNode { head: Head::Arg(i as u32), ty: intern(f.ty(p.value)), uid: 0, children: vec![] });
         class_of.insert(p.value, id);
     }
     let mut op_class: Vec<Option<Id>> = vec![None; f.body.len()];
@@ -222,7 +231,7 @@ pub fn simplify_func(f: &mut Func, limits: Limits) -> (Vec<Option<usize>>, SatRe
         let children: Vec<Id> = op.operands.iter().map(|o| class_of[o]).collect();
         let node = CkNode {
             head: Head::Op { kind: op.kind, attrs: AttrKey::new(own_attrs(op)) },
-            ty: f.ty(r).clone(),
+            ty: intern(f.ty(r)),
             uid: i as u32 + 1,
             children,
         };
@@ -453,9 +462,9 @@ impl Rebuild<'_> {
                     Some((_, o)) => (o.result.map(|r| f.name_of(r).to_string()).unwrap_or_default(), o.loc.clone()),
                     None => (String::from("s"), f.loc.clone()),
                 };
-                let declared = kind.needs_declared_type().then(|| node.ty.clone());
+                let declared = kind.needs_declared_type().then(|| (*node.ty).clone());
                 let mut op = f.make_op(kind, &kids, attrs.attrs.clone(), declared, &name, loc).ok()?;
-                if op.result.map(|r| f.ty(r) != &node.ty).unwrap_or(true) {
+                if op.result.map(|r| f.ty(r) != &*node.ty).unwrap_or(true) {
                     return None;
                 }
                 if let Some((_, o)) = orig {
