@@ -4,3 +4,9 @@ set -euo pipefail
 BIN=target/release
 echo "ckopt demo: (grows with the product)"
 $BIN/ckopt-gen mlp --depth 4 --width 8 --batch 2 | head -5
+
+# Memory planning without recomputation (the paper's §3): no optimization,
+# inplace, sharing, inplace+sharing for @MODEL_grad (bench/memplan.sh).
+echo
+echo "== Memory planning: inplace and sharing (depth 100; bench/memplan.sh) =="
+DEPTHS=100 CKOPT_BIN_DIR="$BIN" bench/memplan.sh
