@@ -8,8 +8,8 @@
 //! it is given) and names the unplanned function instead.
 
 use ckopt_interp::Tensor;
-use ckopt_ir::{Diags, Func, Module};
-use ckopt_runtime::{Backend, Report};
+use ckopt_ir::{Diag, Diags, Func, Module};
+use ckopt_runtime::{Backend, Executor, Report};
 
 /// Plans `func` in `module` with `memplan` when it lacks memplan's
 /// attributes; returns whether it did.
@@ -29,4 +29,47 @@ pub fn run_lowered(module: &Module, func: &str, backend: Backend, inputs: &[Tens
     plan_if_needed(&mut m, func)?;
     let f: &Func = ckopt_interp::find_func(&m, func)?;
     ckopt_runtime::run_once(f, backend, inputs, &Default::default()).map_err(Diags::from)
+}
+
+/// Runs a gradient function step after step on cpu/cuda for
+/// `train::train_with`: compiles it (planning a copy with memplan if needed)
+/// on the first call and reuses the executor and its arena afterwards.
+pub struct GradRunner {
+    backend: Backend,
+    exec: Option<(String, Executor)>,
+    /// Whether memplan was run here on the gradient function.
+    pub planned_here: bool,
+}
+
+impl GradRunner {
+    pub fn new(backend: Backend) -> GradRunner {
+        GradRunner { backend, exec: None, planned_here: false }
+    }
+
+    /// One evaluation: (results, arena bytes allocated or device memory used).
+    pub fn eval(&mut self, m: &Module, func: &str, args: &[Tensor]) -> Result<(Vec<Tensor>, u64), Diag> {
+        if self.exec.as_ref().is_none_or(|(name, _)| name != func) {
+            let mut f = ckopt_interp::find_func(m, func)?.clone();
+            if !ckopt_lower::is_planned(&f) {
+                ckopt_passes::memplan::memplan_func(&mut f, ckopt_passes::memplan::DEFAULT_ALIGN)
+                    .map_err(|ds| ds.0.into_iter().next().unwrap_or_else(|| Diag::error(f.loc.clone(), "memplan failed")))?;
+                self.planned_here = true;
+            }
+            let e = Executor::new(&f, self.backend, &Default::default())?;
+            self.exec = Some((func.to_string(), e));
+        }
+        let Some((_, e)) = self.exec.as_mut() else { return Err(Diag::error(Default::default(), "no executor")) };
+        let out = e.step(args)?;
+        let r = e.report();
+        let peak = match self.backend {
+            Backend::Cuda => r.device_memory_bytes.unwrap_or(0).saturating_sub(r.input_bytes),
+            Backend::Cpu => r.arena_allocated_bytes,
+        };
+        Ok((out, peak))
+    }
+
+    /// The last report (compile time, step time, arena).
+    pub fn report(&self) -> Option<Report> {
+        self.exec.as_ref().map(|(_, e)| e.report())
+    }
 }

@@ -1,4 +1,5 @@
-//! SGD training on the interpreter: what `ckopt-run --train` runs.
+//! SGD training: what `ckopt-run --train` runs (on the interpreter, or on
+//! cpu/cuda through `train_with` and `lowered::GradRunner`).
 //!
 //! Given a module and the name of a loss function `@NAME` (first result a
 //! rank-0 loss), training uses `@NAME_grad` when the module has it (it must
@@ -67,6 +68,10 @@ fn check_grad_func(f: &Func, g: &Func) -> Result<(), Diag> {
     }
 }
 
+/// Evaluates the gradient function once: (module, its name, arguments) ->
+/// (results, measured peak bytes of the step).
+pub type StepEval<'a> = dyn FnMut(&Module, &str, &[Tensor]) -> Result<(Vec<Tensor>, u64), Diag> + 'a;
+
 /// Runs `steps` SGD steps with learning rate `lr` from `inputs` (all arguments of `@name`).
 /// `on_step(step, steps, loss)` is called after each step's loss is known.
 pub fn train(
@@ -75,7 +80,23 @@ pub fn train(
     inputs: Vec<Tensor>,
     steps: usize,
     lr: f32,
+    on_step: impl FnMut(usize, usize, f32),
+) -> Result<TrainResult, Diag> {
+    train_with(module, name, inputs, steps, lr, on_step, &mut |m, g, a| {
+        run_func_with_stats(m, g, a).map(|(out, stats)| (out, stats.peak_bytes))
+    })
+}
+
+/// `train` with another evaluator of the gradient function (the cpu/cuda
+/// backends of `ckopt-run --train`).
+pub fn train_with(
+    module: &Module,
+    name: &str,
+    inputs: Vec<Tensor>,
+    steps: usize,
+    lr: f32,
     mut on_step: impl FnMut(usize, usize, f32),
+    eval: &mut StepEval<'_>,
 ) -> Result<TrainResult, Diag> {
     let fname = loss_func_name(module, name);
     let gname = grad_name(&fname);
@@ -98,8 +119,8 @@ pub fn train(
     let mut peak = 0u64;
     let start = Instant::now();
     for step in 1..=steps {
-        let (out, stats) = run_func_with_stats(m, &gname, &args)?;
-        peak = peak.max(stats.peak_bytes);
+        let (out, step_peak) = eval(m, &gname, &args)?;
+        peak = peak.max(step_peak);
         let loss = out.first().and_then(Tensor::item).unwrap_or(f32::NAN);
         if !loss.is_finite() {
             return Err(Diag::error(

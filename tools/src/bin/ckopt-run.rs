@@ -16,7 +16,7 @@
 //! it held at once, arguments excluded: SPEC §4's peak, unoptimized), plus
 //! `peak_bytes_with_args`, `arg_bytes`, `ops`, `inputs`, `outputs`.
 //!
-//! Training (`--train`, interp backend): SGD on the `{ck.param}` arguments
+//! Training (`--train`, every backend): SGD on the `{ck.param}` arguments
 //! (every argument when none is marked) for `--steps N` (default 10) with
 //! learning rate `--lr X` (default 0.01), through `@NAME_grad` (run
 //! `autodiff{func=NAME}` in-process when the file has none; `--func NAME_grad`
@@ -25,7 +25,9 @@
 //! order); `--report` adds `first_loss`, `last_loss` (the loss at the start
 //! of the first and of the last step), `losses`, `steps`, `lr`,
 //! `grad_function`, with `step_time_ms` the mean per step and `peak_bytes`
-//! the largest interpreter peak of a step. A non-finite loss is an error.
+//! the largest interpreter peak of a step (cpu: the arena; cuda: device
+//! memory minus arguments; their report adds the backend keys below, with
+//! `step_time_ms` excluding `compile_ms`). A non-finite loss is an error.
 //!
 //! `--arena` (interp; cpu and cuda always run in one arena): the arena interpreter (`ckopt_interp::arena`):
 //! every op result lives at its `ck.offset` inside one buffer of
@@ -108,7 +110,7 @@ struct Cli {
     /// function must be planned by memplan), so a plan bug corrupts results (cpu/cuda always do).
     #[arg(long, conflicts_with = "train")]
     arena: bool,
-    /// Train: SGD steps on the {ck.param} arguments via @NAME_grad (autodiff in-process if absent); interp only.
+    /// Train: SGD steps on the {ck.param} arguments via @NAME_grad (autodiff in-process if absent) (any backend).
     #[arg(long)]
     train: bool,
     /// Number of SGD steps (with --train).
@@ -273,6 +275,55 @@ fn emit(cli: &Cli, func: &str, inputs_desc: &str, ex: &Execution) -> Result<(), 
     Ok(())
 }
 
+/// `--train` on cpu/cuda: the gradient function is compiled once (planned
+/// with memplan first if needed) and every step runs in its arena;
+/// `step_time_ms` excludes the compile time (reported as `compile_ms`).
+#[cfg(feature = "lower")]
+fn train_lowered(
+    backend: Backend,
+    loaded: &Loaded,
+    func: &str,
+    inputs: Vec<Tensor>,
+    steps: usize,
+    lr: f32,
+    on_step: impl FnMut(usize, usize, f32),
+) -> Result<(ckopt_tools::train::TrainResult, Option<Value>), ToolError> {
+    let b = if backend == Backend::Cuda { ckopt_runtime::Backend::Cuda } else { ckopt_runtime::Backend::Cpu };
+    let mut runner = ckopt_tools::lowered::GradRunner::new(b);
+    let mut r = ckopt_tools::train::train_with(&loaded.module, func, inputs, steps, lr, on_step, &mut |m, g, a| runner.eval(m, g, a))
+        .map_err(|d| ToolError::diag(d, Some(&loaded.source)))?;
+    let rep = runner.report();
+    if let Some(rep) = &rep {
+        if steps > 0 {
+            r.step_time_ms = (r.step_time_ms - rep.compile_ms / steps as f64).max(0.0);
+        }
+    }
+    let extra = rep.map(|rep| {
+        let mut v = rep.to_json();
+        v["planned_by_ckopt_run"] = json!(runner.planned_here);
+        v.as_object_mut().map(|o| o.remove("step_ms"));
+        v
+    });
+    Ok((r, extra))
+}
+
+#[cfg(not(feature = "lower"))]
+fn train_lowered(
+    backend: Backend,
+    _: &Loaded,
+    _: &str,
+    _: Vec<Tensor>,
+    _: usize,
+    _: f32,
+    _: impl FnMut(usize, usize, f32),
+) -> Result<(ckopt_tools::train::TrainResult, Option<Value>), ToolError> {
+    Err(ToolError::msg(format!(
+        "backend '{}' needs ckopt-run built with the `lower` feature (`make build`, or \
+         `cargo build --features ckopt-tools/lower`); use --backend interp",
+        backend.name()
+    )))
+}
+
 /// A loss for the progress lines: fixed-point unless it is tiny.
 fn fmt_loss(l: f32) -> String {
     if l != 0.0 && l.abs() < 1e-3 { format!("{l:.6e}") } else { format!("{l:.6}") }
@@ -287,19 +338,20 @@ fn train_mode(
     steps: usize,
     lr: f32,
 ) -> Result<(), ToolError> {
-    if cli.backend != Backend::Interp {
-        return Err(ToolError::msg(format!(
-            "--train runs on --backend interp only (got backend '{}')",
-            cli.backend.name()
-        )));
-    }
     if !lr.is_finite() || lr <= 0.0 {
         return Err(ToolError::msg(format!("--lr must be a positive number, got {lr}")));
     }
-    let r = ckopt_tools::train::train(&loaded.module, func, inputs, steps, lr, |k, n, loss| {
+    let on_step = |k: usize, n: usize, loss: f32| {
         let _ = write_text("-", &format!("step {k}/{n} loss {}\n", fmt_loss(loss)));
-    })
-    .map_err(|d| ToolError::diag(d, Some(&loaded.source)))?;
+    };
+    let (r, extra) = match cli.backend {
+        Backend::Interp => {
+            let r = ckopt_tools::train::train(&loaded.module, func, inputs, steps, lr, on_step)
+                .map_err(|d| ToolError::diag(d, Some(&loaded.source)))?;
+            (r, None)
+        }
+        b => train_lowered(b, loaded, func, inputs, steps, lr, on_step)?,
+    };
     let first = r.losses.first().copied();
     let last = r.losses.last().copied();
     if cli.outputs.is_none() {
@@ -335,6 +387,12 @@ fn train_mode(
             "trained_arguments": r.trained,
             "inputs": inputs_desc,
         });
+        let mut v = v;
+        if let (Some(Value::Object(extra)), Value::Object(m)) = (&extra, &mut v) {
+            for (k, x) in extra {
+                m.entry(k.clone()).or_insert_with(|| x.clone());
+            }
+        }
         let text = serde_json::to_string_pretty(&v).map_err(|e| ToolError::msg(format!("cannot encode the report: {e}")))?;
         write_text(path, &(text + "\n"))?;
     }
