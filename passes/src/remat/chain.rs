@@ -66,6 +66,8 @@ pub struct Chain {
     pub arg_only: Vec<bool>,
     /// Per value: defining body index.
     pub def: Vec<Option<usize>>,
+    /// Per value: body index of its first read by a non-forward op (usize::MAX: none).
+    pub first_use: Vec<usize>,
     pub stages: Vec<Stage>,
     /// `bounds[j]`: values held at the cut before stage j (S+1 entries).
     pub bounds: Vec<Vec<ValueId>>,
@@ -386,6 +388,7 @@ pub fn build_chain(f: &Func) -> Chain {
         mirror,
         arg_only,
         def,
+        first_use: first_bwd_use,
         stages,
         bounds,
         bound_bytes,

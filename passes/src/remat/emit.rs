@@ -162,7 +162,18 @@ pub fn apply(f: &Func, ch: &Chain, strat: &Strategy) -> Emitted {
         }
     }
     let Emitter { keep, mut actions, .. } = em;
-    actions.sort_by_key(|a| a.0); // stable: generation order within a position
+    // Place every block as late as possible: right before the first backward
+    // read of its targets, but never after a block generated later (which
+    // may read what it registers), so generation order is schedule order.
+    let last = f.body.len().saturating_sub(1);
+    let mut next = last;
+    for k in (0..actions.len()).rev() {
+        let want = actions[k].1.iter().map(|v| ch.first_use[v.index()]).min().unwrap_or(usize::MAX);
+        let p = want.min(next).max(actions[k].0.min(last));
+        actions[k].0 = p.min(next);
+        next = actions[k].0;
+    }
+    actions.sort_by_key(|a| a.0); // stable; already sorted
     let src = f;
     let mut out = f.clone();
     out.body = Vec::with_capacity(f.body.len() * 2);
