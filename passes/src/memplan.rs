@@ -89,15 +89,15 @@ impl RangeSet {
             return;
         }
         // A range starting at or before s that reaches s merges.
-        if let Some((&ps, &pe)) = self.map.range(..=s).next_back() {
-            if pe >= s {
-                if pe >= e {
-                    return;
-                }
-                s = ps;
-                e = e.max(pe);
-                self.map.remove(&ps);
+        if let Some((&ps, &pe)) = self.map.range(..=s).next_back()
+            && pe >= s
+        {
+            if pe >= e {
+                return;
             }
+            s = ps;
+            e = e.max(pe);
+            self.map.remove(&ps);
         }
         // Ranges starting inside [s, e] merge.
         while let Some((&ns, &ne)) = self.map.range(s..=e).next() {
@@ -246,11 +246,11 @@ fn first_fit_online(blocks: &[Block]) -> Placement {
             }
             live.pop();
             let (mut s, mut e) = (offsets[j], offsets[j] + blocks[j].size);
-            if let Some((&ps, &pe)) = holes.range(..s).next_back() {
-                if pe == s {
-                    holes.remove(&ps);
-                    s = ps;
-                }
+            if let Some((&ps, &pe)) = holes.range(..s).next_back()
+                && pe == s
+            {
+                holes.remove(&ps);
+                s = ps;
             }
             if let Some(&ne) = holes.get(&e) {
                 holes.remove(&e);

@@ -72,10 +72,10 @@ pub fn check_func(f: &Func, align: u64) -> Result<(), Diags> {
                 last[o.index()] = Some(i);
             }
         }
-        if let Some(r) = op.result {
-            if r.index() < nv {
-                def[r.index()] = Some(i);
-            }
+        if let Some(r) = op.result
+            && r.index() < nv
+        {
+            def[r.index()] = Some(i);
         }
         if op.kind == OpKind::Return {
             for &o in &op.operands {
@@ -148,10 +148,10 @@ pub fn check_func(f: &Func, align: u64) -> Result<(), Diags> {
     }
     let mut active: BTreeMap<u64, (u64, ValueId)> = BTreeMap::new(); // offset -> (end, value)
     let remove = |active: &mut BTreeMap<u64, (u64, ValueId)>, v: ValueId, place: &[Option<(u64, u64)>]| {
-        if let Some((off, _)) = place[v.index()] {
-            if active.get(&off).is_some_and(|&(_, w)| w == v) {
-                active.remove(&off);
-            }
+        if let Some((off, _)) = place[v.index()]
+            && active.get(&off).is_some_and(|&(_, w)| w == v)
+        {
+            active.remove(&off);
         }
     };
     for (i, op) in f.body.iter().enumerate() {
