@@ -141,3 +141,30 @@ fn bad_input_is_an_error_value() {
     assert!(e.contains("'ck.neg' op") && e.contains("f16"), "{e}");
     assert!(compile(&m, "nope", Target::Cpu).is_err());
 }
+
+/// With libdevice (CKOPT_LIBDEVICE), every model's functions after
+/// autodiff, inplace and sqrt remat compile to one PTX module whose entries
+/// match the launch table, and ptxas (CKOPT_PTXAS) accepts it.
+#[test]
+fn every_model_compiles_to_ptx_that_ptxas_accepts() {
+    if std::env::var_os("CKOPT_LIBDEVICE").is_none() {
+        return;
+    }
+    let ptxas = std::env::var_os("CKOPT_PTXAS");
+    let pipeline = if has_pass("inplace") { "autodiff,inplace,remat{mode=sqrt},memplan" } else { "autodiff,remat{mode=sqrt},memplan" };
+    for kind in ModelKind::ALL {
+        let mut m = model(kind, &small(kind)).unwrap();
+        optimize(&mut m, pipeline).unwrap();
+        let progs = ckopt_lower::compile_ptx_funcs(&m.funcs, &PtxOptions::default()).unwrap_or_else(|e| panic!("{}: {e}", kind.name()));
+        let ptx = &progs[0].ptx;
+        let kernels: usize = progs.iter().map(|p| p.kernels.len()).sum();
+        assert_eq!(ptx.matches(".entry").count(), kernels, "{}", kind.name());
+        if let Some(ptxas) = &ptxas {
+            let path = std::env::temp_dir().join(format!("ckopt-api-{}-{}.ptx", kind.name(), std::process::id()));
+            std::fs::write(&path, ckopt_lower::annotated(&progs)).unwrap();
+            let st = std::process::Command::new(ptxas).arg("-arch=sm_90").arg(&path).arg("-o").arg("/dev/null").status().unwrap();
+            let _ = std::fs::remove_file(&path);
+            assert!(st.success(), "ptxas rejected the PTX of {}", kind.name());
+        }
+    }
+}
