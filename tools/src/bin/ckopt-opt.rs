@@ -93,10 +93,18 @@ fn main() -> ExitCode {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
         Err(e) => {
-            eprintln!("ckopt-opt: error: {e:#}");
+            to_stderr(&format!("ckopt-opt: error: {e:#}\n"));
             ExitCode::FAILURE
         }
     }
+}
+
+/// Writes to stderr, ignoring a closed pipe (`eprint!` would panic).
+fn to_stderr(text: &str) {
+    use std::io::Write;
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(text.as_bytes());
+    let _ = err.flush();
 }
 
 fn indent(text: &str) -> String {
@@ -108,7 +116,7 @@ fn report(r: Result<(), ckopt_tools::input::ToolError>) -> bool {
     match r {
         Ok(()) => true,
         Err(e) => {
-            eprint!("{}", e.render("ckopt-opt"));
+            to_stderr(&e.render("ckopt-opt"));
             false
         }
     }
@@ -135,12 +143,12 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
     let src = match read_source(&cli.input) {
         Ok(s) => s,
         Err(e) => {
-            eprint!("{}", e.render("ckopt-opt"));
+            to_stderr(&e.render("ckopt-opt"));
             return Ok(false);
         }
     };
     let out = run_opt(&cfg, &src).map_err(|e| anyhow::anyhow!("{e}"))?;
-    eprint!("{}", out.stderr);
+    to_stderr(&out.stderr);
     let mut ok = out.success && report(write_text(cli.output.as_deref().unwrap_or("-"), &out.output));
     if let Some(path) = cli.memory_report.as_deref() {
         ok &= report(write_text(path, &reports_json(&out.reports)));
