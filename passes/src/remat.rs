@@ -111,6 +111,17 @@ pub fn mib(b: u64) -> String {
     format!("{:.2} MiB", b as f64 / (1u64 << 20) as f64)
 }
 
+/// A byte count for messages: `192 B`, `3.50 KiB (3584 bytes)`, `64.00 MiB (67108864 bytes)`.
+pub fn human_bytes(b: u64) -> String {
+    const UNITS: [(&str, u64); 3] = [("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
+    for (u, m) in UNITS {
+        if b >= m {
+            return format!("{:.2} {u} ({b} bytes)", b as f64 / m as f64);
+        }
+    }
+    format!("{b} B")
+}
+
 struct Candidate {
     em: Emitted,
     peak: u64,
@@ -334,11 +345,11 @@ pub fn remat_func(f: &mut Func, opts: &RematOptions) -> Result<Option<RematOutco
         return Err(Diag::error(
             f.loc.clone(),
             format!(
-                "remat{{mode={}}}: budget {} ({b} bytes) is infeasible for @{}: the smallest feasible budget found is {} ({smallest} bytes)",
+                "remat{{mode={}}}: budget {} is infeasible for @{}: the smallest feasible budget found is {}",
                 opts.mode.name(),
-                mib(b),
+                human_bytes(b),
                 f.name,
-                mib(smallest)
+                human_bytes(smallest)
             ),
         ));
     };

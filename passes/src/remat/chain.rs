@@ -19,8 +19,8 @@
 //!   spine op after p. Position p is *eligible* when no value in C_p is
 //!   `ck.mirror`, and *free* when the backward reads every value of C_p anyway
 //!   (keeping it costs nothing extra: the relu outputs of an MLP). The cuts
-//!   are the free positions with |C_p| <= kappa when there are about 2·sqrt(P)
-//!   of them, else the eligible ones with |C_p| <= kappa (the residual stream
+//!   are the free positions with |C_p| <= kappa when there are at least
+//!   sqrt(P) of them, else the eligible ones with |C_p| <= kappa (the residual stream
 //!   of a resmlp/transformer block end), kappa the smallest count that gives
 //!   about 2·sqrt(P) cuts.
 //! - *needed* (V_B) values: forward values read by a non-forward op.
@@ -267,7 +267,7 @@ pub fn build_chain(f: &Func) -> Chain {
         (cut, total)
     };
     let (free_cut, n_free) = choose(true);
-    let is_cut = if n_free >= target { free_cut } else { choose(false).0 };
+    let is_cut = if 2 * n_free >= target { free_cut } else { choose(false).0 };
     // stage of each spine position
     let mut stage_of_pos = vec![0usize; np];
     let mut s = 0usize;

@@ -1,0 +1,57 @@
+/// ckopt-opt --memory-timeline=FILE.svg draws live bytes over the schedule:
+/// one panel per function, forward/backward/recompute in their own colours
+/// with a legend, a y axis in MiB and the temp peak marked.
+
+// RUN: ckopt-opt %s --pass-pipeline='autodiff,inplace,remat{mode=sqrt},memplan' --memory-timeline=%t.svg -o /dev/null
+// RUN: FileCheck %s < %t.svg
+// CHECK: <svg xmlns="http://www.w3.org/2000/svg"
+// CHECK: @mlp — live memory over the schedule
+// CHECK: @mlp_grad — live memory over the schedule
+// CHECK: live MiB
+// CHECK: schedule (op index)
+// CHECK-DAG: fill="#3b78c2"/>
+// CHECK-DAG: fill="#e08a2c"/>
+// CHECK-DAG: fill="#2ca05a"/>
+// CHECK-DAG: >forward</text>
+// CHECK-DAG: >backward</text>
+// CHECK-DAG: >recompute</text>
+// CHECK-DAG: >temp peak</text>
+// CHECK: </svg>
+
+/// An unwritable path is an error (exit 1).
+// RUN: not ckopt-opt %s --memory-timeline=/nonexistent/dir/t.svg -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD
+// BAD: error
+
+module {
+  func.func @mlp(%x: tensor<2x4xf32>, %target: tensor<2x4xf32>, %w0: tensor<4x4xf32> {ck.param}, %b0: tensor<4xf32> {ck.param}, %w1: tensor<4x4xf32> {ck.param}, %b1: tensor<4xf32> {ck.param}, %w2: tensor<4x4xf32> {ck.param}, %b2: tensor<4xf32> {ck.param}, %w3: tensor<4x4xf32> {ck.param}, %b3: tensor<4xf32> {ck.param}, %w4: tensor<4x4xf32> {ck.param}, %b4: tensor<4xf32> {ck.param}, %w5: tensor<4x4xf32> {ck.param}, %b5: tensor<4xf32> {ck.param}) -> tensor<f32> {
+    %mm0 = "ck.matmul"(%x, %w0) : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+    %bias0 = "ck.broadcast"(%b0) {dims = [1]} : (tensor<4xf32>) -> tensor<2x4xf32>
+    %z0 = "ck.add"(%mm0, %bias0) : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+    %h0 = "ck.relu"(%z0) : (tensor<2x4xf32>) -> tensor<2x4xf32>
+    %mm1 = "ck.matmul"(%h0, %w1) : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+    %bias1 = "ck.broadcast"(%b1) {dims = [1]} : (tensor<4xf32>) -> tensor<2x4xf32>
+    %z1 = "ck.add"(%mm1, %bias1) : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+    %h1 = "ck.relu"(%z1) : (tensor<2x4xf32>) -> tensor<2x4xf32>
+    %mm2 = "ck.matmul"(%h1, %w2) : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+    %bias2 = "ck.broadcast"(%b2) {dims = [1]} : (tensor<4xf32>) -> tensor<2x4xf32>
+    %z2 = "ck.add"(%mm2, %bias2) : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+    %h2 = "ck.relu"(%z2) : (tensor<2x4xf32>) -> tensor<2x4xf32>
+    %mm3 = "ck.matmul"(%h2, %w3) : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+    %bias3 = "ck.broadcast"(%b3) {dims = [1]} : (tensor<4xf32>) -> tensor<2x4xf32>
+    %z3 = "ck.add"(%mm3, %bias3) : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+    %h3 = "ck.relu"(%z3) : (tensor<2x4xf32>) -> tensor<2x4xf32>
+    %mm4 = "ck.matmul"(%h3, %w4) : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+    %bias4 = "ck.broadcast"(%b4) {dims = [1]} : (tensor<4xf32>) -> tensor<2x4xf32>
+    %z4 = "ck.add"(%mm4, %bias4) : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+    %h4 = "ck.relu"(%z4) : (tensor<2x4xf32>) -> tensor<2x4xf32>
+    %mm5 = "ck.matmul"(%h4, %w5) : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+    %bias5 = "ck.broadcast"(%b5) {dims = [1]} : (tensor<4xf32>) -> tensor<2x4xf32>
+    %z5 = "ck.add"(%mm5, %bias5) : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+    %h5 = "ck.relu"(%z5) : (tensor<2x4xf32>) -> tensor<2x4xf32>
+    %diff = "ck.sub"(%h5, %target) : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+    %sq = "ck.mul"(%diff, %diff) : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+    %sqsum = "ck.reduce_sum"(%sq) {dims = [0, 1]} : (tensor<2x4xf32>) -> tensor<f32>
+    %loss = "ck.scale"(%sqsum) {value = 0.125 : f32} : (tensor<f32>) -> tensor<f32>
+    "ck.return"(%loss) : (tensor<f32>) -> ()
+  }
+}
