@@ -251,3 +251,75 @@ fn large_function_plans_quickly() {
     assert!(p.arena_bytes <= peak(&f, &live, true) + 256 * 2);
     let _ = place(&[], 0, Policy::FirstFit);
 }
+
+/// The checker's verdict on `f` recomputed by brute force over all pairs of
+/// values (the oracle for the mutation test below).
+fn brute_force_valid(f: &Func, align: i64) -> bool {
+    let arena = f.attrs.get(ATTR_ARENA_BYTES).and_then(Attr::as_int).unwrap_or(-1);
+    let mut last = vec![None; f.values.len()];
+    for (i, op) in f.body.iter().enumerate() {
+        for &o in &op.operands {
+            last[o.index()] = Some(i);
+        }
+    }
+    // (value, def, last use, offset, size)
+    let mut vals = Vec::new();
+    for (i, op) in f.body.iter().enumerate() {
+        let Some(r) = op.result else { continue };
+        let Some(off) = op.int_attr(ATTR_OFFSET) else { return false };
+        let size = f.ty(r).bytes() as i64;
+        if off % align != 0 || off + size > arena {
+            return false;
+        }
+        vals.push((r, i, last[r.index()].unwrap_or(i), off, size));
+    }
+    let off_of = |v: ValueId| vals.iter().find(|x| x.0 == v).map(|x| x.3);
+    let mut pairs_ok = Vec::new();
+    for (i, op) in f.body.iter().enumerate() {
+        if let Some(n) = op.int_attr(ATTR_INPLACE) {
+            let (o, r) = (op.operands[n as usize], op.result.expect("result"));
+            if off_of(o) != off_of(r) || last[o.index()] != Some(i) {
+                return false;
+            }
+            pairs_ok.push((o, r));
+        }
+    }
+    for (a, x) in vals.iter().enumerate() {
+        for y in &vals[a + 1..] {
+            let time = x.1 <= y.2 && y.1 <= x.2;
+            let bytes = x.4 > 0 && y.4 > 0 && x.3 < y.3 + y.4 && y.3 < x.3 + x.4;
+            if time && bytes && !pairs_ok.contains(&(x.0, y.0)) && !pairs_ok.contains(&(y.0, x.0)) {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+/// Property: the checker accepts exactly the plans a brute-force pairwise
+/// check accepts, on plans perturbed by moving one value to another offset
+/// (regalloc2-style: the checker is itself checked).
+#[test]
+fn checker_agrees_with_brute_force_on_mutated_plans() {
+    let (mut rejected, mut accepted) = (0, 0);
+    for seed in 0..300u64 {
+        let mut f = random_func(seed, 4 + (seed as usize % 25));
+        if seed % 3 != 0 {
+            mark_inplace_greedy(&mut f);
+        }
+        memplan_func(&mut f, 64).expect("plans");
+        assert!(brute_force_valid(&f, 64), "seed {seed}: the planner's own plan");
+        let mut r = Rng(seed | 1);
+        let ops: Vec<usize> = (0..f.body.len()).filter(|&i| f.body[i].result.is_some()).collect();
+        let i = ops[r.below(ops.len())];
+        let slots = (arena(&f) / 64).max(1) as usize;
+        let off = 64 * r.below(slots + 1) as i64;
+        f.body[i].attrs.insert(ATTR_OFFSET.into(), Attr::Int(off));
+        let oracle = brute_force_valid(&f, 64);
+        let verdict = check_func(&f, 64).is_ok();
+        assert_eq!(verdict, oracle, "seed {seed}: op {i} moved to {off}: checker {verdict}, brute force {oracle}");
+        if oracle { accepted += 1 } else { rejected += 1 }
+    }
+    // Both outcomes are exercised.
+    assert!(rejected > 30 && accepted > 10, "rejected {rejected}, accepted {accepted}");
+}
