@@ -16,6 +16,7 @@
 //! - `slice(x) {offsets = 0..} : T -> T => x`
 //! - `reduce_sum/reduce_max(x) {dims = []} => x`
 //! - `concat(x) {dim}         => x`                 (single operand)
+//! - `dropout(x) {rate = 0.0} => x`                 (every element kept, divided by 1)
 //!
 //! Ops left without uses by a fold (and ops that were already dead) are
 //! erased, as MLIR's canonicalizer erases trivially dead ops. This pass stays
@@ -183,6 +184,7 @@ fn fold(f: &Func, body: &[Op], def: &[Option<usize>], guard: &ReplaceGuard, op: 
         OpKind::Slice if same_type && ints(op, "offsets")?.iter().all(|&o| o == 0) => to_value(x),
         OpKind::ReduceSum | OpKind::ReduceMax if ints(op, "dims")?.is_empty() => to_value(x),
         OpKind::Concat if op.operands.len() == 1 => to_value(x),
+        OpKind::Dropout if op.f32_attr("rate") == Some(0.0) => to_value(x),
         _ => None,
     }
 }
@@ -298,7 +300,7 @@ mod tests {
         assert_eq!(f.body.len(), 5);
     }
 
-    /// Identity slice/broadcast/reduce/concat fold; scale by -1 becomes neg.
+    /// Identity slice/broadcast/reduce/concat/dropout fold; scale by -1 becomes neg.
     #[test]
     fn identity_data_movement_folds() {
         let mut f = Func::new("f", Loc::unknown());
@@ -307,10 +309,11 @@ mod tests {
         let b = push(&mut f, OpKind::Broadcast, &[a], attrs([("dims", Attr::IntArray(vec![0, 1]))]), Some(vec![2, 2]));
         let c = push(&mut f, OpKind::ReduceMax, &[b], attrs([("dims", Attr::IntArray(vec![]))]), None);
         let d = push(&mut f, OpKind::Concat, &[c], attrs([("dim", Attr::Int(1))]), None);
-        let e = push(&mut f, OpKind::Scale, &[d], attrs([("value", Attr::F32(-1.0))]), None);
+        let d0 = push(&mut f, OpKind::Dropout, &[d], attrs([("rate", Attr::F32(0.0)), ("seed", Attr::Int(3))]), None);
+        let e = push(&mut f, OpKind::Scale, &[d0], attrs([("value", Attr::F32(-1.0))]), None);
         f.push_return(&[e], Loc::unknown());
         let st = canonicalize(&mut f);
-        assert_eq!((st.folded, st.rewritten), (4, 1));
+        assert_eq!((st.folded, st.rewritten), (5, 1));
         let f = check(f);
         assert_eq!(kinds(&f), vec![OpKind::Neg, OpKind::Return]);
         assert_eq!(f.body[0].operands, vec![x]);

@@ -40,7 +40,7 @@ static REGISTRY: &[PassInfo] = &[
     },
     PassInfo {
         name: "canonicalize",
-        summary: "exact local folds: scale by 1, neg(neg x), identity reshape/transpose/slice/broadcast/reduce/concat, transpose∘transpose and reshape∘reshape merged; erases dead ops",
+        summary: "exact local folds: scale by 1, neg(neg x), identity reshape/transpose/slice/broadcast/reduce/concat, dropout with rate 0, transpose∘transpose and reshape∘reshape merged; erases dead ops",
         options: &[],
         build: crate::canonicalize::build,
     },

@@ -92,8 +92,8 @@ module {
 
 // -----
 
-/// Whole-tensor slice, same-shape broadcast, empty reduction and one-operand
-/// concat are all the operand.
+/// Whole-tensor slice, same-shape broadcast, empty reduction, one-operand
+/// concat and dropout with rate 0 are all the operand.
 // CHECK-LABEL: func.func @identity_data_movement
 // CHECK-NEXT:    "ck.return"(%x)
 module {
@@ -102,7 +102,8 @@ module {
     %b = "ck.broadcast"(%a) {dims = [0, 1]} : (tensor<2x2xf32>) -> tensor<2x2xf32>
     %c = "ck.reduce_sum"(%b) {dims = []} : (tensor<2x2xf32>) -> tensor<2x2xf32>
     %d = "ck.concat"(%c) {dim = 0 : i64} : (tensor<2x2xf32>) -> tensor<2x2xf32>
-    "ck.return"(%d) : (tensor<2x2xf32>) -> ()
+    %e = "ck.dropout"(%d) {rate = 0.0 : f32, seed = 1 : i64} : (tensor<2x2xf32>) -> tensor<2x2xf32>
+    "ck.return"(%e) : (tensor<2x2xf32>) -> ()
   }
 }
 
@@ -149,11 +150,13 @@ module {
 // CHECK-LABEL: func.func @unchanged
 // CHECK-NEXT:    %a = "ck.transpose"(%x) {perm = [1, 0]}
 // CHECK-NEXT:    %b = "ck.scale"(%a) {value = 0.5 : f32}
-// CHECK-NEXT:    "ck.return"(%b)
+// CHECK-NEXT:    %c = "ck.dropout"(%b) {rate = 0.25 : f32, seed = 1 : i64}
+// CHECK-NEXT:    "ck.return"(%c)
 module {
   func.func @unchanged(%x: tensor<2x3xf32>) -> tensor<3x2xf32> {
     %a = "ck.transpose"(%x) {perm = [1, 0]} : (tensor<2x3xf32>) -> tensor<3x2xf32>
     %b = "ck.scale"(%a) {value = 0.5 : f32} : (tensor<3x2xf32>) -> tensor<3x2xf32>
-    "ck.return"(%b) : (tensor<3x2xf32>) -> ()
+    %c = "ck.dropout"(%b) {rate = 0.25 : f32, seed = 1 : i64} : (tensor<3x2xf32>) -> tensor<3x2xf32>
+    "ck.return"(%c) : (tensor<3x2xf32>) -> ()
   }
 }
