@@ -62,7 +62,7 @@ static REGISTRY: &[PassInfo] = &[
         options: &[
             OptionInfo { name: "node-limit", help: "stop saturating at this many e-nodes", default: "2000000" },
             OptionInfo { name: "iter-limit", help: "stop saturating after this many iterations", default: "10" },
-            OptionInfo { name: "time-limit-ms", help: "stop saturating after this many milliseconds", default: "10000" },
+            OptionInfo { name: "time-limit-ms", help: "stop saturating after this many milliseconds (a safety net: machine-dependent, unlike the other two)", default: "60000" },
         ],
         build: crate::inplace::build,
     },
