@@ -1,7 +1,7 @@
 //! remat-bench: memory and recompute of every remat mode on the generated
 //! models, through the real pipeline `autodiff,inplace,remat{..},memplan`.
 //!
-//! Usage: `remat-bench MODEL DEPTH WIDTH BATCH MODE [BUDGET] [--no-inplace]`
+//! Usage: `remat-bench MODEL DEPTH WIDTH BATCH MODE [BUDGET] [--no-inplace|--greedy-inplace] [--seq N] [--why]`
 //! (BUDGET like 48MiB; MODE as in `remat{mode=...}`; extra model sizes use the
 //! model's defaults). Prints one JSON object per line: the memory report of
 //! `@MODEL_grad` (SPEC §4) plus `unit_bytes` (batch·width·4), planning time
@@ -15,7 +15,7 @@ use std::time::Instant;
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.len() < 5 {
-        eprintln!("usage: remat-bench MODEL DEPTH WIDTH BATCH MODE [BUDGET] [--no-inplace]");
+        eprintln!("usage: remat-bench MODEL DEPTH WIDTH BATCH MODE [BUDGET|-] [--no-inplace|--greedy-inplace] [--seq N] [--why]");
         std::process::exit(2);
     }
     let kind = match ModelKind::from_name(&args[0]) {
@@ -35,9 +35,16 @@ fn main() {
     if num(2) > 0 && kind != ModelKind::Resnet {
         o.width = Some(num(2));
     }
+    if let Some(i) = args.iter().position(|a| a == "--seq") {
+        o.seq = args.get(i + 1).and_then(|s| s.parse().ok());
+    }
     let mode = args[4].clone();
     let budget = args.get(5).filter(|s| !s.starts_with("--")).cloned();
+    let budget = budget.filter(|b| b != "-");
     let inplace = !args.iter().any(|a| a == "--no-inplace");
+    // --greedy-inplace: mark in place with the linear scan of the same
+    // legality rule instead of the egg pass (for very deep models)
+    let greedy_inplace = args.iter().any(|a| a == "--greedy-inplace");
     let mut m = match generate(kind, &o) {
         Ok(m) => m,
         Err(e) => {
@@ -50,7 +57,7 @@ fn main() {
         None => format!("remat{{mode={mode}}}"),
     };
     // the egg `inplace` pass when registered, else the linear marking of the same legality rule
-    let have_inplace = ckopt_passes::registry().iter().any(|p| p.name == "inplace");
+    let have_inplace = ckopt_passes::registry().iter().any(|p| p.name == "inplace") && !greedy_inplace;
     let pipeline = format!("autodiff,{}{remat},memplan", if inplace && have_inplace { "inplace," } else { "" });
     if inplace && !have_inplace {
         let mut pre = match PassManager::parse("autodiff") {
