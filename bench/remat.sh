@@ -7,7 +7,9 @@
 # so it needs no GPU. One run; prints Markdown tables and writes raw JSON
 # lines to bench/results/remat-<date>.jsonl.
 #
-# Usage: bench/remat.sh [--quick]     (--quick: depths 10 and 100 only)
+# Usage: bench/remat.sh [--quick | --table-1000]
+#   --quick: depths 10 and 100 only; --table-1000: only the 1000-layer table
+#   (REMAT_INPLACE=greedy makes that table use the linear in-place marking too).
 # In-place marking: the egg `inplace` pass for the 1000-layer table; the
 # linear scan with the same legality rule (inplace::mark_inplace_greedy,
 # `--greedy-inplace`) for the depth sweep, since the egg pass takes minutes
@@ -20,6 +22,9 @@ mkdir -p bench/results
 OUT=bench/results/remat-$(date -u +%Y%m%dT%H%M%SZ).jsonl
 DEPTHS=(10 100 1000 10000)
 [[ "${1:-}" == "--quick" ]] && DEPTHS=(10 100)
+T1000_EXTRA=()
+T1000_INPLACE="egg in-place"
+if [[ "${REMAT_INPLACE:-egg}" == greedy ]]; then T1000_EXTRA=(--greedy-inplace); T1000_INPLACE="linear in-place marking"; fi
 
 echo "# remat benchmark ($(date -u +%Y-%m-%dT%H:%MZ))"
 echo
@@ -33,13 +38,13 @@ run() { # model depth width batch mode budget extra...
 }
 
 table_1000() {
-  echo "## 1000-layer MLP (width 1024, batch 256: unit = 1 MiB), egg in-place"
+  echo "## 1000-layer MLP (width 1024, batch 256: unit = 1 MiB), $T1000_INPLACE"
   echo
   echo "| plan | temp peak (units) | recompute / forward flops | remat planning (s) | peers (ANCHORS.md) |"
   echo "|---|---|---|---|---|"
   for spec in "none -|torch none 1006 u, JAX none 1291 u" "sqrt -|torch sqrt 76 u, JAX sqrt 436 u" "log -|" "greedy 72MiB|" "greedy -|" "optimal 48MiB|"; do
     local args=${spec%%|*} peers=${spec#*|}
-    local j; j=$(run mlp 1000 1024 256 $args)
+    local j; j=$(run mlp 1000 1024 256 $args "${T1000_EXTRA[@]}")
     python3 -c '
 import json,sys
 d=json.loads(sys.argv[1]); a=sys.argv[2].split(); peers=sys.argv[3]
@@ -83,6 +88,7 @@ print("%.2f (%.2f)" % (d["temp_peak_bytes"]/2**20, d["recompute_flops"]/max(1,d[
 }
 
 table_1000
+[[ "${1:-}" == "--table-1000" ]] && exit 0
 sweep mlp 1024 256 --greedy-inplace
 sweep resmlp 1024 256 --greedy-inplace
 echo "(lstm: one layer, depth = sequence length)"

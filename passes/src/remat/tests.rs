@@ -277,3 +277,39 @@ fn forward_only_function_is_unchanged() {
     assert!(remat_func(&mut g, &RematOptions::default()).unwrap().is_none());
     assert_eq!(f, g);
 }
+
+/// A chain whose layers are one matmul followed by cheap ops whose outputs
+/// the backward reads: with a budget that the mirror plan (keep matmul
+/// outputs, recompute the cheap ops) meets, greedy and optimal recompute no
+/// matmul ("cheap ops first").
+#[test]
+fn budget_met_by_cheap_recompute_recomputes_no_matmul() {
+    let l = Loc::unknown();
+    let mut f = Func::new("net", l.clone());
+    let x = f.add_param("x", t(&[8, 16]), false);
+    let mut a = x;
+    for i in 0..12 {
+        let w = f.add_param(format!("w{i}"), t(&[16, 16]), true);
+        let h = f.push(OpKind::Matmul, &[a, w], Attrs::new(), None, "h", l.clone()).unwrap();
+        let th = f.push(OpKind::Tanh, &[h], Attrs::new(), None, "t", l.clone()).unwrap();
+        let sg = f.push(OpKind::Sigmoid, &[th], Attrs::new(), None, "s", l.clone()).unwrap();
+        a = f.push(OpKind::Tanh, &[sg], Attrs::new(), None, "a", l.clone()).unwrap();
+    }
+    let s = f.push(OpKind::ReduceSum, &[a], attrs([("dims", Attr::IntArray(vec![0, 1]))]), None, "loss", l.clone()).unwrap();
+    f.push_return(&[s], l);
+    let mut m = Module { funcs: vec![f] };
+    let mut pm = crate::PassManager::parse("autodiff").unwrap();
+    pm.run(&mut m).unwrap();
+    let g = m.func("net_grad").unwrap().clone();
+    let none = memory_report(&g).temp_peak_bytes;
+    let budget = none * 6 / 10;
+    for mode in [Mode::Greedy, Mode::Optimal] {
+        let mut r = g.clone();
+        let o = remat_func(&mut r, &RematOptions { mode, budget: Some(budget), search: true, k: 1 }).unwrap().unwrap();
+        check(&g, &r);
+        assert!(o.temp_peak_after <= budget, "{mode:?}: {} > {budget}", o.temp_peak_after);
+        let heavy = r.body.iter().filter(|op| op.has_attr("ck.recompute") && op.kind == OpKind::Matmul).count();
+        assert_eq!(heavy, 0, "{mode:?} recomputed {heavy} matmuls (plan {})", o.plan);
+        assert!(o.recomputed_ops > 0, "{mode:?}: something cheap is recomputed");
+    }
+}
