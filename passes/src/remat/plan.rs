@@ -103,9 +103,10 @@ pub fn log_plan(ch: &Chain, k: usize, leaf: usize) -> Plan {
         // k split points at byte quantiles of [a, b)
         let lo = prefix[a];
         let hi = prefix[b];
+        let k = k.min(b - a - 1);
         let mut pts: Vec<usize> = Vec::new();
         for i in 1..=k {
-            let t = lo + (hi - lo) * i as u64 / (k as u64 + 1);
+            let t = lo + ((hi - lo) as u128 * i as u128 / (k as u128 + 1)) as u64;
             let mut c = prefix[a..=b].partition_point(|&x| x < t) + a;
             c = c.clamp(a + 1, b - 1);
             if pts.last().is_none_or(|&l| c > l) {
@@ -170,7 +171,7 @@ impl Dp {
     pub fn new(ch: &Chain, quantum: u64, max_units: usize, work_limit: u64) -> Option<Dp> {
         let s = ch.len();
         let q = quantum.max(1);
-        let units = |b: u64| -> usize { b.div_ceil(q).min(usize::MAX as u64 / 2) as usize };
+        let units = |b: u64| -> usize { b.div_ceil(q).min(1 << 40) as usize };
         let store_u: Vec<usize> = ch.stages.iter().map(|st| units(st.store_bytes)).collect();
         let bound_u: Vec<usize> = ch.bound_bytes.iter().map(|&b| units(b)).collect();
         let bound_needed_u: Vec<usize> = ch.bound_needed_bytes.iter().map(|&b| units(b)).collect();

@@ -313,3 +313,20 @@ fn budget_met_by_cheap_recompute_recomputes_no_matmul() {
         assert!(o.recomputed_ops > 0, "{mode:?}: something cheap is recomputed");
     }
 }
+
+/// Extreme option values neither hang nor panic: a huge fan-out, a zero or
+/// huge budget in every mode.
+#[test]
+fn extreme_options_are_handled() {
+    let f = mlp_grad(40, 8, 16, false);
+    let mut g = f.clone();
+    remat_func(&mut g, &RematOptions { mode: Mode::Log, budget: None, search: true, k: 1_000_000_000 }).unwrap();
+    check(&f, &g);
+    for mode in [Mode::Sqrt, Mode::Greedy, Mode::Log, Mode::Optimal] {
+        let mut g = f.clone();
+        assert!(remat_func(&mut g, &RematOptions { mode, budget: Some(0), search: true, k: 1 }).is_err());
+        let mut g = f.clone();
+        remat_func(&mut g, &RematOptions { mode, budget: Some(u64::MAX), search: true, k: 3 }).unwrap();
+        check(&f, &g);
+    }
+}
