@@ -25,7 +25,18 @@ config.substitutions.append(("%mlir-opt", os.path.join(llvm_bin, "mlir-opt")))
 config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "Inputs")))
 
 # Features: tests that need the LLVM-linked tools or ptxas say REQUIRES: ...
-if os.path.exists(os.path.join(bin_dir, "ckopt-translate")) and os.environ.get("CKOPT_HAVE_LOWER", "1") == "1":
+def _ckopt_run_has_lower():
+    # ckopt-translate exists only in builds with the `lower` feature, but a
+    # later plain `cargo build` replaces ckopt-run: ask ckopt-run itself.
+    import subprocess
+    try:
+        out = subprocess.run([os.path.join(bin_dir, "ckopt-run"), "--help"], capture_output=True, text=True, timeout=60).stdout
+    except Exception:
+        return False
+    return "Backends built: interp, cpu, cuda" in out
+
+if (os.path.exists(os.path.join(bin_dir, "ckopt-translate")) and os.environ.get("CKOPT_HAVE_LOWER", "1") == "1"
+        and _ckopt_run_has_lower()):
     config.available_features.add("lower")
 if os.environ.get("CKOPT_PTXAS"):
     config.available_features.add("ptxas")

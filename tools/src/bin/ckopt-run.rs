@@ -425,7 +425,9 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::command().try_get_matches().and_then(|m| Cli::from_arg_matches(&m)) {
+    let built = if cfg!(feature = "lower") { "interp, cpu, cuda" } else { "interp (cpu and cuda need the `lower` feature)" };
+    let cmd = Cli::command().after_help(format!("Backends built: {built}"));
+    let cli = match cmd.try_get_matches().and_then(|m| Cli::from_arg_matches(&m)) {
         Ok(c) => c,
         Err(e) => {
             // --help / --version print to stdout and succeed; usage errors exit 1.
