@@ -20,7 +20,7 @@
 //! must be op-defined, of the result's size, not returned and read by no
 //! later op) and dropped if illegal (a forward op whose operand is now read by
 //! a recompute op loses it); recompute clones of elementwise ops are marked
-//! in place when legal. Invariant out: same results bit for bit (clones
+//! in place when legal (same rule as the `inplace` pass). Invariant out: same results bit for bit (clones
 //! repeat the same ops with the same attributes, dropout seeds included).
 //! Complexity: O(ops + clones).
 
@@ -28,7 +28,7 @@ use super::chain::Chain;
 use super::plan::Plan;
 use crate::analysis::{liveness, op_flops, peak};
 use ckopt_ir::{
-    Attr, Func, Op, OpKind, ValueData, ValueId,
+    Attr, Func, Op, ValueData, ValueId,
     ops::{ATTR_CHECKPOINT, ATTR_INPLACE, ATTR_MIRROR, ATTR_OFFSET, ATTR_RECOMPUTE},
 };
 
@@ -282,10 +282,13 @@ impl Builder<'_> {
 }
 
 /// Whether an op may write its result into operand `n` given the last use of
-/// every value in the final schedule (op index `i`).
+/// every value in the final schedule (op index `i`): the rule of
+/// `inplace::operand_is_overwritable` (capable kind, op-defined operand of
+/// the result's size, read by nothing later, not returned).
 fn inplace_ok(f: &Func, op: &Op, i: usize, n: usize, def: &[Option<usize>], last_use: &[usize], returned: &[bool]) -> bool {
     let (Some(r), Some(&v)) = (op.result, op.operands.get(n)) else { return false };
-    def[v.index()].is_some()
+    crate::inplace::inplace_capable(op.kind)
+        && def[v.index()].is_some_and(|d| d < i)
         && f.ty(v).bytes() == f.ty(r).bytes()
         && last_use[v.index()] == i
         && !returned[v.index()]
@@ -321,7 +324,7 @@ pub fn fix_inplace(f: &mut Func) -> (usize, usize) {
                 f.body[i].attrs.remove(ATTR_INPLACE);
                 stripped += 1;
             }
-        } else if op.has_attr(ATTR_RECOMPUTE) && op.kind.is_elementwise() && op.kind != OpKind::Dropout {
+        } else if op.has_attr(ATTR_RECOMPUTE) && crate::inplace::inplace_capable(op.kind) {
             let pick = (0..op.operands.len()).find(|&n| {
                 inplace_ok(f, op, i, n, &def, &last_use, &returned) && !claimed[op.operands[n].index()]
             });
