@@ -16,3 +16,10 @@ DEPTHS=100 CKOPT_BIN_DIR="$BIN" bench/memplan.sh
 echo
 echo "== Rematerialization: 1000-layer MLP vs peers (bench/remat.sh --table-1000) =="
 REMAT_INPLACE=greedy bench/remat.sh --table-1000
+
+# Execution (issue 6): the step compiled through MLIR/LLVM and run on the cpu
+# backend in one arena of ck.arena_bytes; remat{mode=sqrt} trains exactly
+# like no remat, step for step, in a smaller arena (bench/train-cpu.sh).
+echo
+echo "== Training on the cpu backend: no remat vs remat{mode=sqrt} (bench/train-cpu.sh) =="
+CKOPT_BIN_DIR="$BIN" bench/train-cpu.sh 16 32 256 5 0.01
