@@ -42,6 +42,9 @@ impl fmt::Display for Loc {
     }
 }
 
+/// Source lines longer than this are shown as a window around the caret.
+pub const MAX_SHOWN_LINE: usize = 160;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Severity {
     Error,
@@ -89,16 +92,36 @@ impl Diag {
         if let Some(src) = source {
             if self.loc.is_known() {
                 if let Some(line) = src.lines().nth(self.loc.line as usize - 1) {
-                    out.push_str(line);
-                    out.push('\n');
                     // Columns count bytes (as MLIR's do); the caret is placed
                     // under the character that starts at that byte.
                     let mut col = ((self.loc.col.max(1) - 1) as usize).min(line.len());
                     while !line.is_char_boundary(col) {
                         col -= 1;
                     }
-                    let pad: String =
-                        line[..col].chars().map(|c| if c == '\t' { '\t' } else { ' ' }).collect();
+                    // Long lines (a 1000-argument signature) are shown as a
+                    // window around the caret, marked with "...".
+                    let (mut start, mut end) = (0, line.len());
+                    if line.len() > MAX_SHOWN_LINE {
+                        start = col.saturating_sub(MAX_SHOWN_LINE / 2);
+                        while !line.is_char_boundary(start) {
+                            start -= 1;
+                        }
+                        end = (start + MAX_SHOWN_LINE).min(line.len());
+                        while !line.is_char_boundary(end) {
+                            end -= 1;
+                        }
+                    }
+                    let prefix = if start > 0 { "..." } else { "" };
+                    let suffix = if end < line.len() { "..." } else { "" };
+                    out.push_str(prefix);
+                    out.push_str(&line[start..end]);
+                    out.push_str(suffix);
+                    out.push('\n');
+                    let pad: String = prefix
+                        .chars()
+                        .chain(line[start..col].chars())
+                        .map(|c| if c == '\t' { '\t' } else { ' ' })
+                        .collect();
                     out.push_str(&pad);
                     out.push_str("^\n");
                 }
@@ -157,6 +180,17 @@ impl std::error::Error for Diags {}
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[test]
+    fn long_lines_are_windowed_around_the_caret() {
+        let line = format!("{}XY{}", "a".repeat(1000), "b".repeat(1000));
+        let d = Diag::error(Loc::new(Arc::from("a.ck"), 1, 1001), "here");
+        let r = d.render(Some(&line));
+        let lines: Vec<&str> = r.lines().collect();
+        assert!(lines[1].len() <= MAX_SHOWN_LINE + 6, "window too long: {}", lines[1].len());
+        assert!(lines[1].starts_with("...") && lines[1].ends_with("..."));
+        let caret = lines[2].find('^').expect("caret");
+        assert_eq!(&lines[1][caret..caret + 2], "XY");
+    }
     #[test]
     fn render_puts_caret_under_column() {
         let d = Diag::error(Loc::new(Arc::from("a.ck"), 2, 5), "bad");
