@@ -52,9 +52,10 @@ impl CudaExecutor {
     /// Compiles `func` to PTX, loads it on device 0 and allocates the arena
     /// and argument buffers.
     pub fn new(func: &Func, opts: &PtxOptions) -> Result<CudaExecutor, Diag> {
+        // The driver first: on a machine without one that is the error to report.
+        let device = cuda_status().map_err(|m| err(func, format!("cuda backend: {m}")))?;
         let t = Instant::now();
         let prog = compile_ptx(func, opts)?;
-        let device = cuda_status().map_err(|m| err(func, format!("cuda backend: {m}")))?;
         let ctx = CudaContext::new(0).map_err(|e| err(func, format!("cuda backend: creating a context failed: {e}")))?;
         let stream = ctx.default_stream();
         let module = ctx
