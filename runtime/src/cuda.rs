@@ -49,14 +49,25 @@ fn err(f: &Func, m: String) -> Diag {
 }
 
 impl CudaExecutor {
-    /// Compiles `func` to PTX, loads it on device 0 and allocates the arena
-    /// and argument buffers.
+    /// Compiles `func` to PTX for device 0's compute capability (`opts.sm`
+    /// only when the device does not report one), loads it and allocates the
+    /// arena and argument buffers.
     pub fn new(func: &Func, opts: &PtxOptions) -> Result<CudaExecutor, Diag> {
         // The driver first: on a machine without one that is the error to report.
         let device = cuda_status().map_err(|m| err(func, format!("cuda backend: {m}")))?;
-        let t = Instant::now();
-        let prog = compile_ptx(func, opts)?;
         let ctx = CudaContext::new(0).map_err(|e| err(func, format!("cuda backend: creating a context failed: {e}")))?;
+        // PTX for the device's own compute capability (PTX for a newer sm
+        // does not load on an older device).
+        use cudarc::driver::sys::CUdevice_attribute::{
+            CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR as MAJOR, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR as MINOR,
+        };
+        let sm = match (ctx.attribute(MAJOR), ctx.attribute(MINOR)) {
+            (Ok(a), Ok(b)) if a > 0 => (a * 10 + b) as u32,
+            _ => opts.sm,
+        };
+        let opts = PtxOptions { sm, ..opts.clone() };
+        let t = Instant::now();
+        let prog = compile_ptx(func, &opts)?;
         let stream = ctx.default_stream();
         let module = ctx
             .load_module(cudarc::nvrtc::Ptx::from_src(prog.ptx.clone()))
@@ -69,7 +80,7 @@ impl CudaExecutor {
         }
         let compile_ms = t.elapsed().as_secs_f64() * 1e3;
         stream.synchronize().map_err(|e| err(func, format!("cuda backend: {e}")))?;
-        let (free_before, _) = cudarc::driver::result::mem_get_info().map_err(|e| err(func, format!("cuda backend: cuMemGetInfo: {e}")))?;
+        let (free_before, _) = ctx.mem_get_info().map_err(|e| err(func, format!("cuda backend: cuMemGetInfo: {e}")))?;
         let l = &prog.layout;
         let arena = if l.arena_bytes > 0 {
             Some(stream.alloc_zeros::<u8>(l.arena_bytes as usize).map_err(|e| {
@@ -138,7 +149,7 @@ impl CudaExecutor {
         end.record(&self.stream).map_err(|e| err(&f, format!("cuda backend: {e}")))?;
         self.stream.synchronize().map_err(|e| err(&f, format!("cuda backend: a kernel of @{} failed: {e}", f.name)))?;
         let ms = start.elapsed_ms(&end).map_err(|e| err(&f, format!("cuda backend: {e}")))?;
-        let (free_after, _) = cudarc::driver::result::mem_get_info().map_err(|e| err(&f, format!("cuda backend: cuMemGetInfo: {e}")))?;
+        let (free_after, _) = self.ctx.mem_get_info().map_err(|e| err(&f, format!("cuda backend: cuMemGetInfo: {e}")))?;
         self.report.step_ms = ms as f64;
         self.report.steps += 1;
         self.report.device_memory_bytes = Some(self.free_before.saturating_sub(free_after) as u64);
