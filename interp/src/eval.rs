@@ -91,7 +91,9 @@ pub fn eval_kind(kind: OpKind, attrs: &Attrs, inputs: &[&Tensor], result: &Tenso
         Fill => Tensor::full(&out_shape, f32_attr(attrs, "value")),
         Dropout => dropout(x(), f32_attr(attrs, "rate"), int_attr(attrs, "seed")),
         Broadcast => broadcast(x(), &ints(attrs, "dims"), &out_shape),
-        ReduceSum => reduce(x(), &ints(attrs, "dims"), &out_shape, 0.0, |acc, v| acc + v),
+        // Sums start from -0.0, the exact additive identity (-0.0 + v == v bit for bit,
+        // also for v = -0.0), so a reduction over no dims is exactly its input.
+        ReduceSum => reduce(x(), &ints(attrs, "dims"), &out_shape, -0.0, |acc, v| acc + v),
         ReduceMax => reduce(x(), &ints(attrs, "dims"), &out_shape, f32::NEG_INFINITY, f32::max),
         Transpose => transpose(x(), &ints(attrs, "perm"), &out_shape),
         Reshape => Tensor { shape: out_shape, data: x().data.clone() },
