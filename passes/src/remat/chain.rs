@@ -119,12 +119,11 @@ impl ActiveSet {
             return;
         }
         self.slot[v.index()] = u32::MAX;
-        let last = self.items.pop();
-        if let Some(last) = last {
-            if last != v {
-                self.items[s as usize] = last;
-                self.slot[last.index()] = s;
-            }
+        if let Some(last) = self.items.pop()
+            && last != v
+        {
+            self.items[s as usize] = last;
+            self.slot[last.index()] = s;
         }
     }
 }
@@ -141,12 +140,12 @@ pub fn build_chain(f: &Func) -> Chain {
     let mut mirror = vec![false; nv];
     let mut forced = vec![false; nv];
     for (i, op) in f.body.iter().enumerate() {
-        if let Some(r) = op.result {
-            if is_fwd[i] {
-                fwd_val[r.index()] = true;
-                mirror[r.index()] = op.has_attr(ATTR_MIRROR);
-                forced[r.index()] = op.has_attr(ATTR_CHECKPOINT);
-            }
+        if let Some(r) = op.result
+            && is_fwd[i]
+        {
+            fwd_val[r.index()] = true;
+            mirror[r.index()] = op.has_attr(ATTR_MIRROR);
+            forced[r.index()] = op.has_attr(ATTR_CHECKPOINT);
         }
     }
     for &r in f.returned() {
@@ -294,10 +293,11 @@ pub fn build_chain(f: &Func) -> Chain {
         for &v in &ends_at[p] {
             active.remove(v);
         }
-        if let Some(r) = f.body[i].result {
-            if last_fwd_use[r.index()] > p && !forced[r.index()] {
-                active.insert(r);
-            }
+        if let Some(r) = f.body[i].result
+            && last_fwd_use[r.index()] > p
+            && !forced[r.index()]
+        {
+            active.insert(r);
         }
         if is_cut[p] {
             let mut members = active.items.clone();

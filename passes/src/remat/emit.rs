@@ -268,10 +268,10 @@ impl Builder<'_> {
             self.clones += 1;
         }
         for &t in targets {
-            if let Some(c) = self.local[t.index()] {
-                if !self.ch.mirror[t.index()] || targets.len() == 1 {
-                    self.env[t.index()] = Some(c);
-                }
+            if let Some(c) = self.local[t.index()]
+                && (!self.ch.mirror[t.index()] || targets.len() == 1)
+            {
+                self.env[t.index()] = Some(c);
             }
         }
         for v in touched {

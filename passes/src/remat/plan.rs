@@ -96,7 +96,7 @@ pub fn sqrt_cuts(ch: &Chain) -> Vec<usize> {
 /// boundaries and recurses into the k+1 parts; ranges of at most `leaf`
 /// stages are stored.
 pub fn log_plan(ch: &Chain, k: usize, leaf: usize) -> Plan {
-    fn rec(ch: &Chain, prefix: &[u64], a: usize, b: usize, k: usize, leaf: usize) -> Plan {
+    fn rec(prefix: &[u64], a: usize, b: usize, k: usize, leaf: usize) -> Plan {
         if b - a <= leaf.max(1) {
             return Plan::Store;
         }
@@ -117,9 +117,9 @@ pub fn log_plan(ch: &Chain, k: usize, leaf: usize) -> Plan {
         let mut bounds = vec![a];
         bounds.extend(&pts);
         bounds.push(b);
-        let mut plan = rec(ch, prefix, bounds[bounds.len() - 2], b, k, leaf);
+        let mut plan = rec(prefix, bounds[bounds.len() - 2], b, k, leaf);
         for w in (1..bounds.len() - 1).rev() {
-            let left = rec(ch, prefix, bounds[w - 1], bounds[w], k, leaf);
+            let left = rec(prefix, bounds[w - 1], bounds[w], k, leaf);
             plan = Plan::Split { at: bounds[w], left: Box::new(left), right: Box::new(plan) };
         }
         plan
@@ -132,7 +132,7 @@ pub fn log_plan(ch: &Chain, k: usize, leaf: usize) -> Plan {
     for j in 0..s {
         prefix[j + 1] = prefix[j].saturating_add(weight(ch, j).max(1));
     }
-    rec(ch, &prefix, 0, s, k.max(1), leaf)
+    rec(&prefix, 0, s, k.max(1), leaf)
 }
 
 /// Dynamic programming over the chain (Revolve/Rotor with heterogeneous
