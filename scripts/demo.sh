@@ -2,8 +2,10 @@
 # The main job: generate models, run the pipeline, print the memory table.
 set -euo pipefail
 BIN=target/release
-echo "ckopt demo: (grows with the product)"
-$BIN/ckopt-gen mlp --depth 4 --width 8 --batch 2 | head -5
+echo "ckopt demo: sublinear-memory training steps (Chen et al., 2016), end to end"
+echo
+echo "== A model as ck IR: ckopt-gen mlp --depth 1 --width 4 --batch 2 =="
+$BIN/ckopt-gen mlp --depth 1 --width 4 --batch 2
 
 # Memory planning without recomputation (the paper's §3): no optimization,
 # inplace, sharing, inplace+sharing for @MODEL_grad (bench/memplan.sh).

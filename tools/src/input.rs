@@ -106,14 +106,22 @@ pub fn load_module(path: &str) -> Result<Loaded, ToolError> {
     Ok(Loaded { module, source: String::from_utf8_lossy(&bytes).into_owned(), name })
 }
 
+/// Writes `text` to stdout. A reader that closed the pipe early
+/// (`ckopt-gen ... | head`) is not an error: like other Unix filters, the
+/// tool stops writing and succeeds.
+pub fn write_stdout(text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r,
+    }
+}
+
 /// Writes `text` to `path`, or to stdout when `path` is `-`.
 pub fn write_text(path: &str, text: &str) -> Result<(), ToolError> {
-    use std::io::Write;
     if path == "-" {
-        let mut out = std::io::stdout().lock();
-        out.write_all(text.as_bytes())
-            .and_then(|()| out.flush())
-            .map_err(|e| ToolError::msg(format!("cannot write to stdout: {e}")))
+        write_stdout(text).map_err(|e| ToolError::msg(format!("cannot write to stdout: {e}")))
     } else {
         std::fs::write(path, text).map_err(|e| ToolError::msg(format!("cannot write '{path}': {e}")))
     }

@@ -9,7 +9,6 @@
 
 use ckopt_models::{GenOptions, ModelKind, SizeOpt, generate, help_text};
 use clap::{CommandFactory, FromArgMatches, Parser};
-use std::io::Write;
 use std::process::ExitCode;
 
 /// Prints one of ckopt's benchmark models as ck IR (MLIR generic syntax).
@@ -67,8 +66,7 @@ fn run(cli: &Cli) -> Result<(), String> {
     match &cli.output {
         Some(path) if path != "-" => std::fs::write(path, text).map_err(|e| format!("cannot write '{path}': {e}")),
         _ => {
-            let mut out = std::io::stdout().lock();
-            out.write_all(text.as_bytes()).and_then(|()| out.flush()).map_err(|e| format!("cannot write to stdout: {e}"))
+            ckopt_tools::input::write_stdout(&text).map_err(|e| format!("cannot write to stdout: {e}"))
         }
     }
 }
