@@ -10,8 +10,8 @@ $BIN/ckopt-gen mlp --depth 1 --width 4 --batch 2
 # Memory planning without recomputation (the paper's §3): no optimization,
 # inplace, sharing, inplace+sharing for @MODEL_grad (bench/memplan.sh).
 echo
-echo "== Memory planning: inplace and sharing (depth 100; bench/memplan.sh) =="
-DEPTHS=100 CKOPT_BIN_DIR="$BIN" bench/memplan.sh
+echo "== Memory planning: inplace and sharing (depth 100 and 1000; bench/memplan.sh) =="
+DEPTHS="100 1000" CKOPT_BIN_DIR="$BIN" bench/memplan.sh
 
 # Rematerialization (the paper's §4): the 1000-layer MLP under every remat
 # mode next to PyTorch's and JAX's numbers (bench/remat.sh; full sweep there).
