@@ -17,7 +17,7 @@ DEPTHS="100 1000" CKOPT_BIN_DIR="$BIN" bench/memplan.sh
 # mode next to PyTorch's and JAX's numbers (bench/remat.sh; full sweep there).
 echo
 echo "== Rematerialization: 1000-layer MLP vs peers (bench/remat.sh --table-1000) =="
-REMAT_INPLACE=greedy bench/remat.sh --table-1000
+RESULTS_DIR=target/demo bench/remat.sh --table-1000
 
 # Execution (issue 6): the step compiled through MLIR/LLVM and run on the cpu
 # backend in one arena of ck.arena_bytes; remat{mode=sqrt} trains exactly
