@@ -14,7 +14,7 @@
 
 use ckopt_ir::{Diags, parse_and_verify};
 use clap::{Parser, ValueEnum};
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -71,7 +71,7 @@ fn main() -> ExitCode {
         Ok(text) => {
             let r = match &cli.output {
                 Some(p) => std::fs::write(p, text).map_err(|e| format!("cannot write {}: {e}", p.display())),
-                None => std::io::stdout().write_all(text.as_bytes()).map_err(|e| e.to_string()),
+                None => ckopt_tools::input::write_stdout(&text).map_err(|e| format!("cannot write to stdout: {e}")),
             };
             if let Err(e) = r {
                 eprintln!("ckopt-translate: {e}");
