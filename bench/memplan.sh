@@ -15,32 +15,10 @@
 #        DEPTHS (default "100 1000"), MODELS (default "mlp resmlp lstm resnet")
 # Sizes are those of bench/noopt.sh (units: mlp/resmlp 1 MiB, lstm 32 KiB, resnet 128 KiB).
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-bin=${CKOPT_BIN_DIR:-$root/target/release}
-if [[ ! -x "$bin/ckopt-gen" || ! -x "$bin/ckopt-opt" ]]; then
-  (cd "$root" && cargo build --release -p ckopt-tools >&2)
-fi
 out=${1:-}
 depths=${DEPTHS:-"100 1000"}
-models=${MODELS:-"mlp resmlp lstm resnet"}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-sizes() {
-  case "$1" in
-    mlp|resmlp) echo "--width 1024 --batch 256" ;;
-    lstm) echo "--seq 8 --width 256 --batch 32" ;;
-    resnet) echo "--channels 16 --image 32 --batch 8 --classes 10" ;;
-    *) echo "unknown model $1" >&2; exit 1 ;;
-  esac
-}
-unit() {
-  case "$1" in
-    mlp|resmlp) echo $((256 * 1024 * 4)) ;;
-    lstm) echo $((32 * 256 * 4)) ;;
-    resnet) echo $((8 * 16 * 16 * 16 * 4)) ;;
-  esac
-}
+# shellcheck source=bench/common.sh
+source "$(dirname "$0")/common.sh"
 pass_time() { awk -v p="$2" '$NF == p && /%\)/ { print $1; exit }' "$1"; }
 
 {
