@@ -14,23 +14,15 @@
 //! Complexity: O(ops + kernel costs + bytes copied).
 
 use crate::eval::eval_op;
-use crate::run::{check_inputs, find_func};
+use crate::run::prepare;
 use crate::tensor::Tensor;
 use ckopt_ir::ops::{ATTR_ARENA_BYTES, ATTR_OFFSET};
-use ckopt_ir::verify::verify_func;
-use ckopt_ir::{DType, Diag, Diags, Func, Module, OpKind, ValueId};
+use ckopt_ir::{DType, Diag, Func, Module, OpKind, ValueId};
 
 /// Runs `module`'s function `func` in one arena; returns the returned values
 /// and the arena size in bytes.
 pub fn run_func_in_arena(module: &Module, func: &str, inputs: &[Tensor]) -> Result<(Vec<Tensor>, u64), Diag> {
-    let f = find_func(module, func)?;
-    let mut diags = Diags::new();
-    verify_func(f, &mut diags);
-    if let Some(d) = diags.0.into_iter().next() {
-        return Err(d);
-    }
-    check_inputs(f, inputs)?;
-    run_body(f, inputs)
+    run_body(prepare(module, func, inputs)?, inputs)
 }
 
 /// Where a value lives: an argument index, or (element offset, element count) in the arena.

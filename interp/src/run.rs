@@ -80,6 +80,12 @@ pub fn run_func(module: &Module, func: &str, inputs: &[Tensor]) -> Result<Vec<Te
 
 /// `run_func` plus the measured `RunStats`.
 pub fn run_func_with_stats(module: &Module, func: &str, inputs: &[Tensor]) -> Result<(Vec<Tensor>, RunStats), Diag> {
+    run_body(prepare(module, func, inputs)?, inputs)
+}
+
+/// What every entry point checks before evaluating: the function exists,
+/// verifies (first error returned), and `inputs` match its arguments.
+pub fn prepare<'m>(module: &'m Module, func: &str, inputs: &[Tensor]) -> Result<&'m Func, Diag> {
     let f = find_func(module, func)?;
     let mut diags = Diags::new();
     verify_func(f, &mut diags);
@@ -87,7 +93,7 @@ pub fn run_func_with_stats(module: &Module, func: &str, inputs: &[Tensor]) -> Re
         return Err(d);
     }
     check_inputs(f, inputs)?;
-    run_body(f, inputs)
+    Ok(f)
 }
 
 /// Evaluates the body of a verified `f` on checked `inputs`.

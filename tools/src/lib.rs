@@ -12,6 +12,7 @@
 //!
 //! Only this crate uses `anyhow`; the libraries return `Diag`s.
 
+pub mod cli;
 pub mod input;
 pub mod opt;
 pub mod tensor_json;

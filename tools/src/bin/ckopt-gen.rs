@@ -8,7 +8,7 @@
 //! code 1 (never a panic); `--help` exits 0.
 
 use ckopt_models::{GenOptions, ModelKind, SizeOpt, generate, help_text};
-use clap::{CommandFactory, FromArgMatches, Parser};
+use clap::{CommandFactory, Parser};
 use std::process::ExitCode;
 
 /// Prints one of ckopt's benchmark models as ck IR (MLIR generic syntax).
@@ -73,14 +73,9 @@ fn run(cli: &Cli) -> Result<(), String> {
 
 fn main() -> ExitCode {
     let cmd = Cli::command().after_help(help_text());
-    let cli = match cmd.try_get_matches().and_then(|m| Cli::from_arg_matches(&m)) {
+    let cli: Cli = match ckopt_tools::cli::parse(cmd) {
         Ok(c) => c,
-        Err(e) => {
-            // --help / --version print to stdout and succeed; usage errors exit 1.
-            let code = if e.use_stderr() { ExitCode::FAILURE } else { ExitCode::SUCCESS };
-            let _ = e.print();
-            return code;
-        }
+        Err(code) => return code,
     };
     match run(&cli) {
         Ok(()) => ExitCode::SUCCESS,

@@ -7,7 +7,7 @@
 use ckopt_passes::registry::list_passes;
 use ckopt_tools::opt::{OptConfig, reports_json, run_opt};
 use ckopt_tools::input::{read_source, write_text};
-use clap::{ArgAction, CommandFactory, FromArgMatches, Parser};
+use clap::{ArgAction, CommandFactory, Parser};
 use std::process::ExitCode;
 
 /// Parse ck IR, run a pass pipeline, verify and print the result.
@@ -75,19 +75,9 @@ struct Cli {
 
 fn main() -> ExitCode {
     let cmd = Cli::command().after_long_help(format!("Passes (--list-passes):\n{}", indent(&list_passes())));
-    let matches = match cmd.try_get_matches() {
-        Ok(m) => m,
-        Err(e) => {
-            let _ = e.print();
-            return if e.use_stderr() { ExitCode::FAILURE } else { ExitCode::SUCCESS };
-        }
-    };
-    let cli = match Cli::from_arg_matches(&matches) {
+    let cli: Cli = match ckopt_tools::cli::parse(cmd) {
         Ok(c) => c,
-        Err(e) => {
-            let _ = e.print();
-            return ExitCode::FAILURE;
-        }
+        Err(code) => return code,
     };
     match run(cli) {
         Ok(true) => ExitCode::SUCCESS,

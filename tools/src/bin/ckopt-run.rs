@@ -55,7 +55,7 @@ use ckopt_interp::{RunStats, Tensor, check_inputs, find_func, run_func_with_stat
 use ckopt_ir::{Diag, Func, Loc};
 use ckopt_tools::input::{Loaded, ToolError, display_name, load_module, read_bytes, write_text};
 use ckopt_tools::tensor_json::{parse_inputs, readable, tensors_to_json};
-use clap::{CommandFactory, FromArgMatches, Parser, ValueEnum};
+use clap::{CommandFactory, Parser, ValueEnum};
 use serde_json::{Value, json};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -427,14 +427,9 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
 fn main() -> ExitCode {
     let built = if cfg!(feature = "lower") { "interp, cpu, cuda" } else { "interp (cpu and cuda need the `lower` feature)" };
     let cmd = Cli::command().after_help(format!("Backends built: {built}"));
-    let cli = match cmd.try_get_matches().and_then(|m| Cli::from_arg_matches(&m)) {
+    let cli: Cli = match ckopt_tools::cli::parse(cmd) {
         Ok(c) => c,
-        Err(e) => {
-            // --help / --version print to stdout and succeed; usage errors exit 1.
-            let code = if e.use_stderr() { ExitCode::FAILURE } else { ExitCode::SUCCESS };
-            let _ = e.print();
-            return code;
-        }
+        Err(code) => return code,
     };
     match run(&cli) {
         Ok(()) => ExitCode::SUCCESS,

@@ -13,7 +13,7 @@
 //! stderr, exit code 1.
 
 use ckopt_ir::{Diags, parse_and_verify};
-use clap::{Parser, ValueEnum};
+use clap::{CommandFactory, Parser, ValueEnum};
 use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -59,7 +59,10 @@ struct Cli {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli: Cli = match ckopt_tools::cli::parse(Cli::command()) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
     let (name, src) = match read_input(&cli.input) {
         Ok(x) => x,
         Err(e) => {
