@@ -231,13 +231,13 @@ pub fn check_group(f: &Func, g: &Group, fusion: &Fusion) -> Result<GroupShape, (
         }
     }
     // A free internal helper feeds one side only; epilogue ops read no prologue values.
+    let rl = r - g.start;
+    let epilogue = |k: usize| after[k] && k != rl;
     for k in 0..n {
         let i = g.start + k;
         for &o in &ops[k].operands {
             let Some(j) = local(o) else { continue };
-            let producer_side = (feeds[j], after[j]);
-            let consumer_epilogue = after[k];
-            if consumer_epilogue && producer_side.0 {
+            if epilogue(k) && feeds[j] && j != rl {
                 return Err((i, "an epilogue op cannot read a prologue value".into()));
             }
             if !feeds[j] && !after[j] {
@@ -246,7 +246,7 @@ pub fn check_group(f: &Func, g: &Group, fusion: &Fusion) -> Result<GroupShape, (
                     .iter()
                     .enumerate()
                     .filter(|(_, c)| c.operands.contains(&o))
-                    .map(|(kk, _)| after[kk])
+                    .map(|(kk, _)| epilogue(kk))
                     .collect();
                 if sides.iter().any(|&s| s != sides[0]) {
                     return Err((g.start + j, "a helper value feeds both the prologue and the epilogue".into()));

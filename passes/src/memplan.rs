@@ -372,10 +372,14 @@ pub fn memplan_func(f: &mut Func, align: u64) -> Result<FuncPlan, Diags> {
     }
     // Values internal to a fusion group and values living in a donated
     // argument's buffer get no offset (their buffers have no interval).
+    let fusion = ckopt_ir::fusion::analyze(f);
     let mut values = 0;
     for op in &mut f.body {
         op.attrs.remove(ATTR_OFFSET);
         let Some(r) = op.result else { continue };
+        if !fusion.materialized(r) {
+            continue;
+        }
         let Some(off) = root_off[live.buffer[r.index()].index()] else { continue };
         op.attrs.insert(ATTR_OFFSET.into(), Attr::Int(off as i64));
         values += 1;

@@ -157,7 +157,8 @@ pub fn check_func(f: &Func, align: u64) -> Result<(), Diags> {
         let (Some(r), Some(n)) = (op.result, op.int_attr(ATTR_INPLACE)) else { continue };
         let Some(&o) = usize::try_from(n).ok().and_then(|n| op.operands.get(n)) else { continue };
         if o.index() < nv && r.index() < nv && f.ty(o).byte_size() == f.ty(r).byte_size() {
-            home[r.index()] = Some(if internal[o.index()] { home[o.index()].unwrap_or(o) } else { o });
+            // Over an internal value with no stored ancestor: nothing is overwritten.
+            home[r.index()] = if internal[o.index()] { home[o.index()] } else { Some(o) };
         }
     }
     let in_arg = |v: ValueId| home[v.index()].is_some_and(|h| def[h.index()].is_none() && donated[h.index()]);
@@ -215,7 +216,7 @@ pub fn check_func(f: &Func, align: u64) -> Result<(), Diags> {
             Some(format!("operand %{} has a different size", f.name_of(o)))
         } else if !internal[r.index()]
             && !in_arg(r)
-            && place[home[r.index()].unwrap_or(o).index()].map(|p| p.0) != place[r.index()].map(|p| p.0)
+            && home[r.index()].is_some_and(|h| place[h.index()].map(|p| p.0) != place[r.index()].map(|p| p.0))
         {
             Some(format!("result %{} is not at the offset of operand %{}", f.name_of(r), f.name_of(o)))
         } else {
@@ -223,7 +224,7 @@ pub fn check_func(f: &Func, align: u64) -> Result<(), Diags> {
         };
         match why {
             Some(w) => diags.push(err(&op.loc, format!("illegal in-place: {w}"))),
-            None => inplace_src[i] = Some(home[r.index()].unwrap_or(o)),
+            None => inplace_src[i] = home[r.index()],
         }
     }
     // 4. sweep: live values by offset, pairwise disjoint.
