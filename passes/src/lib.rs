@@ -19,6 +19,7 @@ pub mod registry;
 pub mod remat;
 pub mod rewrite;
 pub mod sgd;
+pub mod train;
 
 pub use manager::{Pass, PassManager, PassOptions, Statistics, parse_pipeline};
 pub use registry::{PassInfo, registry};
