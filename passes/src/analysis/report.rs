@@ -18,6 +18,13 @@ pub struct MemoryReport {
     pub recompute_flops: u64,
     pub inplace_ops: usize,
     pub recomputed_ops: usize,
+    /// Bytes of the values internal to fusion groups (`fuse`): computed
+    /// inside their kernel and never stored; counted in `total_bytes`, not
+    /// in the peaks or the arena.
+    pub fused_bytes: u64,
+    /// Kernels a backend runs: one per fusion group, one per other op that
+    /// computes a value.
+    pub kernels: usize,
 }
 
 pub fn memory_report(f: &Func) -> MemoryReport {
@@ -36,6 +43,14 @@ pub fn memory_report(f: &Func) -> MemoryReport {
             Phase::Recompute => rc = rc.saturating_add(fl),
         }
     }
+    let fusion = ckopt_ir::fusion::analyze(f);
+    let fused_bytes = f
+        .body
+        .iter()
+        .filter_map(|o| o.result)
+        .filter(|&r| !fusion.materialized(r))
+        .fold(0u64, |a, r| a.saturating_add(f.ty(r).bytes()));
+    let kernels = f.body.iter().enumerate().filter(|(i, o)| o.result.is_some() && fusion.span(*i).0 == *i).count();
     MemoryReport {
         function: f.name.clone(),
         ops: f.body.iter().filter(|o| o.kind != OpKind::Return).count(),
@@ -48,6 +63,8 @@ pub fn memory_report(f: &Func) -> MemoryReport {
         recompute_flops: rc,
         inplace_ops: f.body.iter().filter(|o| o.has_attr(ATTR_INPLACE)).count(),
         recomputed_ops: f.body.iter().filter(|o| o.has_attr(ATTR_RECOMPUTE)).count(),
+        fused_bytes,
+        kernels,
     }
 }
 
