@@ -11,7 +11,7 @@
 //! type, so the kernels below may index without bounds worries and a
 //! malformed call is an error, never a panic.
 //!
-//! Semantics worth stating (the SPEC §1 table, made exact):
+//! Semantics worth stating (docs/ir.md's op set, made exact):
 //! - `relu(x) = x > 0 ? x : 0`; `relu_grad(x, dy) = x > 0 ? dy : 0`.
 //! - `max(a, b)` and `reduce_max` use `f32::max` (a NaN operand is ignored);
 //!   `reduce_max` over an empty set is `-inf`, `reduce_sum` is 0.

@@ -1,4 +1,4 @@
-//! The memory report of SPEC §4, one object per function.
+//! The memory report of docs/memory.md, one object per function.
 
 use super::{Phase, liveness, op_flops, op_phases, peak};
 use ckopt_ir::{Func, Module, OpKind, ops::{ATTR_ARENA_BYTES, ATTR_INPLACE, ATTR_RECOMPUTE}};
@@ -74,7 +74,7 @@ pub fn module_report(m: &Module) -> Vec<MemoryReport> {
 
 #[cfg(test)]
 mod tests {
-    //! Hand-computed reports (SPEC §4) on small functions.
+    //! Hand-computed reports (docs/memory.md) on small functions.
     use super::*;
 
     fn report(text: &str) -> MemoryReport {
@@ -82,7 +82,7 @@ mod tests {
         memory_report(&m.funcs[0])
     }
 
-    /// The SPEC §1 example: five 32x64 / scalar values, matmul-dominated flops.
+    /// The example of docs/ir.md (without {ck.param}): five 32x64 / scalar values, matmul-dominated flops.
     /// Live sets: {h} {h,a} {a,d} {d,s} {s,l} {l} -> peak 2·8192.
     #[test]
     fn spec_mlp_example_numbers() {
@@ -180,7 +180,7 @@ mod tests {
         assert_eq!(r.temp_peak_bytes, 0);
     }
 
-    /// The JSON object has exactly the SPEC §4 keys, arena null before memplan.
+    /// The JSON object has exactly the keys of docs/memory.md, arena null before memplan.
     #[test]
     fn json_keys_are_the_spec_ones() {
         let r = report(

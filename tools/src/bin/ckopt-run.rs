@@ -6,14 +6,14 @@
 //!           [--train [--steps N] [--lr X]]
 //! ```
 //! FILE may be `-` (stdin). The default function is the module's first.
-//! Inputs: `--inputs` (tensor JSON, SPEC §2) or generated from `--seed N`
+//! Inputs: `--inputs` (tensor JSON, docs/tools.md) or generated from `--seed N`
 //! (default 0) by `ckopt_interp::random_inputs`: uniform [-1, 1), `{ck.param}`
 //! arguments scaled by 1/sqrt(fan_in). Outputs: `--outputs` writes tensor
 //! JSON; without it the results print readably on stdout followed by a
 //! one-line summary of time and peak. `--report` writes a JSON object:
 //! `backend`, `function`, `step_time_ms` (wall time of the execution only),
 //! `peak_bytes` (measured; for `interp` the most bytes of op-defined tensors
-//! it held at once, arguments excluded: SPEC §4's peak, unoptimized), plus
+//! it held at once, arguments excluded: docs/memory.md's peak, unoptimized), plus
 //! `peak_bytes_with_args`, `arg_bytes`, `ops`, `inputs`, `outputs`.
 //!
 //! Training (`--train`, every backend): SGD on the `{ck.param}` arguments
