@@ -9,7 +9,7 @@
 //!   plus `ck.arena_bytes` and `ck.param`, and no other `ck.*` name;
 //! - every `mlir` code block parses and verifies.
 
-use ckopt_ir::ops::{ATTR_ARENA_BYTES, ATTR_PARAM, AttrKind, DISCARDABLE_ATTRS};
+use ckopt_ir::ops::{ARG_ATTRS, ATTR_ARENA_BYTES, AttrKind, DISCARDABLE_ATTRS};
 use ckopt_ir::{Arity, OpKind, parse_and_verify};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -48,6 +48,7 @@ fn kind_text(k: AttrKind) -> &'static str {
 fn arity_text(a: Arity) -> String {
     match a {
         Arity::Exactly(k) => k.to_string(),
+        Arity::Between(lo, hi) => format!("{lo}-{hi}"),
         Arity::AtLeast(k) => format!(">= {k}"),
         Arity::Any => "any".into(),
     }
@@ -130,7 +131,9 @@ fn pass_attributes_in_docs_match_the_table() {
     let mut want: Vec<(&str, &str, &str)> =
         DISCARDABLE_ATTRS.iter().map(|s| (s.name, kind_text(s.kind), "op")).collect();
     want.push((ATTR_ARENA_BYTES, "i64", "function"));
-    want.push((ATTR_PARAM, "unit", "argument"));
+    for &a in ARG_ATTRS {
+        want.push((a, "unit", "argument"));
+    }
     let mut problems = Vec::new();
     for (name, kind, place) in want {
         match rows.remove(name) {
