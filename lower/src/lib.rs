@@ -3,17 +3,23 @@
 //!
 //! The only crate that links MLIR/LLVM (melior, mlir-sys). Input: a verified
 //! function that memplan has planned (`ck.offset` on every op result,
-//! `ck.arena_bytes` on the function). Every value is a view of one arena at
-//! its offset (arguments are separate buffers); each op becomes one
-//! element-parallel loop (`linalg.generic` on CPU, a `gpu.func` kernel for
-//! NVPTX) whose body is shared (`emit`). Errors are `Diag`s naming the
-//! function or the op.
+//! `ck.arena_bytes` on the function). Every value lives in one arena at its
+//! offset (arguments are separate buffers); the function becomes a step
+//! program (`ckopt_kernels`) whose distinct kernels are compiled once per
+//! module: vectorized loops JIT-compiled for the CPU, or `gpu.func` kernels
+//! in one PTX module for cuda, both computing every element with the same
+//! elemental emitter. Errors are `Diag`s naming the function or the op.
 //!
-//! Modules: `plan` (layout and checks), `emit` (per-element code of every
-//! op), `cpu` (MLIR text, pipeline, JIT), `gpu` (kernels, PTX, launch table),
-//! `mlir` (context, pipelines, diagnostics).
+//! Modules: `emit` (per-element code of every op), `vemit` (the elemental
+//! emitter of fused kernels), `cpu` (MLIR text, pipeline, JIT), `cuda` (the
+//! gpu-dialect code of kernels and the library kernels), `gpu` (one PTX
+//! module and the cuda bundle of a module), `emu` (a CPU emulation of the
+//! cuda kernels, for tests without a GPU), `mlir` (context, pipelines,
+//! diagnostics).
 
 pub mod cpu;
+pub mod cuda;
+pub mod emu;
 pub mod emit;
 pub mod gpu;
 pub mod mlir;
@@ -24,5 +30,5 @@ pub mod vemit;
 mod tests;
 
 pub use cpu::{CpuKernels, compile_kernels, cpu_module_llvm_ir, cpu_module_mlir, kernels_llvm_ir, kernels_mlir, lanes, module_programs};
-pub use gpu::{Arg, Kernel, PtxOptions, PtxProgram, annotated, compile_ptx, compile_ptx_funcs, gpu_mlir, gpu_mlir_module, launch_tables};
+pub use gpu::{CudaOptions, PtxOptions, bundle_ptx_text, compile_bundle, compile_module_bundle, cuda_kernels_mlir, cuda_module_mlir, programs_of};
 pub use ckopt_kernels::{Buf, Layout, Place, is_planned, layout};

@@ -3,7 +3,7 @@
 //! Tolerance: |cpu - interp| <= 1e-4 * max(1, |interp|) per element (NaN
 //! must match NaN).
 
-use crate::gpu::{PtxOptions, compile_ptx};
+use crate::gpu::{CudaOptions, compile_bundle};
 use crate::testcases::{naive_plan, op_cases};
 use ckopt_ir::OpKind;
 
@@ -20,32 +20,83 @@ fn every_op_kind_has_a_case() {
 
 
 
+/// Runs `$CKOPT_PTXAS -arch=sm_90` on `ptx`; panics with ptxas's output
+/// when it rejects it. Returns whether ptxas ran.
+pub fn ptxas_accepts(ptx: &str, name: &str) -> bool {
+    let Some(ptxas) = std::env::var_os("CKOPT_PTXAS") else { return false };
+    let dir = std::env::temp_dir().join(format!("ckopt-lower-ptx-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    let path = dir.join(format!("{name}.ptx"));
+    std::fs::write(&path, ptx).unwrap();
+    let out = std::process::Command::new(ptxas).arg("-arch=sm_90").arg(&path).arg("-o").arg("/dev/null").output().unwrap();
+    assert!(out.status.success(), "ptxas rejected {name}: {}", String::from_utf8_lossy(&out.stderr));
+    let _ = std::fs::remove_file(&path);
+    true
+}
+
 /// Every op compiles to PTX (libdevice from CKOPT_LIBDEVICE when set; ops
-/// needing it are skipped otherwise) with one entry per op; when
-/// CKOPT_PTXAS is set, ptxas accepts the PTX.
+/// needing it are skipped otherwise) with an entry per launch of every
+/// kernel; when CKOPT_PTXAS is set, ptxas accepts the PTX.
 #[test]
 fn every_op_compiles_to_ptx_and_ptxas_accepts_it() {
     let have_libdevice = std::env::var_os("CKOPT_LIBDEVICE").is_some();
-    let ptxas = std::env::var_os("CKOPT_PTXAS");
-    let dir = std::env::temp_dir().join(format!("ckopt-lower-ptx-{}", std::process::id()));
-    let _ = std::fs::create_dir_all(&dir);
+    let mut checked = 0;
     for mut f in op_cases() {
         naive_plan(&mut f);
         let math = f.body.iter().any(|o| matches!(o.kind, OpKind::Exp | OpKind::Log | OpKind::Tanh | OpKind::Sigmoid | OpKind::Sqrt | OpKind::Rsqrt));
         if math && !have_libdevice {
             continue;
         }
-        let p = compile_ptx(&f, &PtxOptions::default()).unwrap_or_else(|e| panic!("@{}: {e}", f.name));
-        assert_eq!(p.ptx.matches(".entry").count(), p.kernels.len(), "@{}", f.name);
-        for k in &p.kernels {
-            assert!(p.ptx.contains(&format!(".entry {}(", k.name)), "@{}: no entry {}", f.name, k.name);
+        let b = compile_bundle(&[&f], &CudaOptions::default()).unwrap_or_else(|e| panic!("@{}: {e}", f.name));
+        for k in &b.kernels {
+            for l in &k.launches {
+                assert!(b.ptx.contains(&format!(".entry {}(", l.entry)), "@{}: no entry {}", f.name, l.entry);
+                assert!(l.grid[0] >= 1 && (l.grid[0] as u64) <= ckopt_kernels::bundle::GRID_X_LIMIT);
+            }
         }
-        if let Some(ptxas) = &ptxas {
-            let path = dir.join(format!("{}.ptx", f.name));
-            std::fs::write(&path, &p.ptx).unwrap();
-            let st = std::process::Command::new(ptxas).arg("-arch=sm_90").arg(&path).arg("-o").arg("/dev/null").status().unwrap();
-            assert!(st.success(), "ptxas rejected @{}", f.name);
+        let gemm = f.body.iter().any(|o| matches!(o.kind, OpKind::Matmul | OpKind::Conv2d | OpKind::Conv2dGradInput | OpKind::Conv2dGradFilter));
+        assert_eq!(b.ptx.contains(".entry ck_lib_gemm("), gemm, "@{}: the GEMM fallback is there exactly when needed", f.name);
+        if ptxas_accepts(&b.ptx, &f.name) {
+            checked += 1;
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
+    if std::env::var_os("CKOPT_PTXAS").is_some() {
+        assert!(checked > 30, "ptxas checked only {checked} cases");
+    }
+}
+
+/// Reductions of every scheme: one block per row, rows cut into chunks
+/// (two stages), columns in one and two stages; 32-bit and 64-bit indices.
+#[test]
+fn reduction_schemes_and_index_widths() {
+    use ckopt_ir::{Attr, Func, Loc, TensorType, attrs};
+    let case = |name: &str, shape: &[u64], dims: Vec<i64>| {
+        let mut f = Func::new(name, Loc::unknown());
+        let x = f.add_param("x", TensorType::f32(shape.to_vec()), false);
+        let y = f.push(OpKind::ReduceSum, &[x], attrs([("dims", Attr::IntArray(dims))]), None, "y", Loc::unknown()).unwrap();
+        f.push_return(&[y], Loc::unknown());
+        naive_plan(&mut f);
+        f
+    };
+    let rows = case("rows", &[512, 1024], vec![1]);
+    let full = case("full", &[256, 1024], vec![0, 1]);
+    let cols = case("cols", &[256, 1024], vec![0]);
+    let wide_cols = case("wide_cols", &[4, 65536], vec![0]);
+    let huge = case("huge", &[3, 1 << 30], vec![1]);
+    for (f, stages, what) in [
+        (&rows, 1, "512 rows of 1024, 256 threads per row"),
+        (&full, 2, "1 rows of 262144"),
+        (&cols, 2, "1024 results of 256 elements, 16 chunks"),
+        (&wide_cols, 1, "65536 results of 4 elements"),
+        (&huge, 2, "3 rows of 1073741824"),
+    ] {
+        let (progs, cache) = crate::gpu::programs_of(&[f]).unwrap();
+        let (_, ks) = crate::gpu::cuda_kernels_mlir(&cache, &progs).unwrap();
+        assert_eq!(ks[0].launches.len(), stages, "@{}: {}", f.name, ks[0].what);
+        assert!(ks[0].what.contains(what), "@{}: {}", f.name, ks[0].what);
+        assert_eq!(ks[0].scratch_bytes > 0, stages == 2);
+        let b = compile_bundle(&[f], &CudaOptions::default()).unwrap();
+        assert_eq!(b.kernels[0].what.contains("32-bit indices"), f.name != "huge", "{}", b.kernels[0].what);
+        ptxas_accepts(&b.ptx, &f.name);
+    }
 }

@@ -55,6 +55,10 @@ pub struct VEm<'a> {
     pub given: HashMap<ValueId, String>,
     /// Every value is read at the one flat index (`KernelKind::Loop { flat }`).
     pub flat: bool,
+    /// Integer type of scalar index arithmetic: `index` (cpu), or `i32` in
+    /// cuda kernels whose sizes fit (cheaper division and multiplication);
+    /// a memory access casts an `i32` index to `index` (zero-extended).
+    pub ity: &'static str,
 }
 
 fn err(m: impl Into<String>) -> Diag {
@@ -63,7 +67,7 @@ fn err(m: impl Into<String>) -> Diag {
 
 impl<'a> VEm<'a> {
     pub fn new(em: &'a mut Em, k: &'a Func, w: usize, mems: &'a [String]) -> VEm<'a> {
-        VEm { em, k, w, mems, memo: HashMap::new(), given: HashMap::new(), flat: false }
+        VEm { em, k, w, mems, memo: HashMap::new(), given: HashMap::new(), flat: false, ity: "index" }
     }
 
     /// The f32 value type: `f32` or `vector<w x f32>`.
@@ -78,7 +82,7 @@ impl<'a> VEm<'a> {
         if let Some(s) = self.memo.get(&key) {
             return s.clone();
         }
-        let s = self.em.op(&format!("arith.constant {v} : index"));
+        let s = self.em.op(&format!("arith.constant {v} : {}", self.ity));
         self.memo.insert(key, s.clone());
         s
     }
@@ -150,8 +154,8 @@ impl<'a> VEm<'a> {
         }
         let kc = self.ci(k);
         match c {
-            Comp::S(a) => Comp::S(self.em.op(&format!("arith.addi {a}, {kc} : index"))),
-            Comp::L(b, s) => Comp::L(self.em.op(&format!("arith.addi {b}, {kc} : index")), *s),
+            Comp::S(a) => Comp::S(self.em.op(&format!("arith.addi {a}, {kc} : {}", self.ity))),
+            Comp::L(b, s) => Comp::L(self.em.op(&format!("arith.addi {b}, {kc} : {}", self.ity)), *s),
             Comp::V(v) => {
                 let ks = self.splat(&kc, "index");
                 Comp::V(self.em.op(&format!("arith.addi {v}, {ks} : vector<{}xindex>", self.w)))
@@ -164,8 +168,8 @@ impl<'a> VEm<'a> {
         }
         let kc = self.ci(k);
         match c {
-            Comp::S(a) => Comp::S(self.em.op(&format!("arith.muli {a}, {kc} : index"))),
-            Comp::L(b, s) => Comp::L(self.em.op(&format!("arith.muli {b}, {kc} : index")), s * k),
+            Comp::S(a) => Comp::S(self.em.op(&format!("arith.muli {a}, {kc} : {}", self.ity))),
+            Comp::L(b, s) => Comp::L(self.em.op(&format!("arith.muli {b}, {kc} : {}", self.ity)), s * k),
             Comp::V(v) => {
                 let ks = self.splat(&kc, "index");
                 Comp::V(self.em.op(&format!("arith.muli {v}, {ks} : vector<{}xindex>", self.w)))
@@ -174,7 +178,7 @@ impl<'a> VEm<'a> {
     }
     fn add(&mut self, a: &Comp, b: &Comp) -> Comp {
         match (a, b) {
-            (Comp::S(x), Comp::S(y)) => Comp::S(self.em.op(&format!("arith.addi {x}, {y} : index"))),
+            (Comp::S(x), Comp::S(y)) => Comp::S(self.em.op(&format!("arith.addi {x}, {y} : {}", self.ity))),
             (Comp::S(x), Comp::L(y, s)) | (Comp::L(y, s), Comp::S(x)) => {
                 Comp::L(self.em.op(&format!("arith.addi {x}, {y} : index")), *s)
             }
@@ -190,8 +194,8 @@ impl<'a> VEm<'a> {
         let kc = self.ci(k);
         match c {
             Comp::S(a) => (
-                Comp::S(self.em.op(&format!("arith.divui {a}, {kc} : index"))),
-                Comp::S(self.em.op(&format!("arith.remui {a}, {kc} : index"))),
+                Comp::S(self.em.op(&format!("arith.divui {a}, {kc} : {}", self.ity))),
+                Comp::S(self.em.op(&format!("arith.remui {a}, {kc} : {}", self.ity))),
             ),
             _ => {
                 let v = self.vec_of(c);
@@ -219,7 +223,7 @@ impl<'a> VEm<'a> {
         acc
     }
     /// Row-major multi-index of flat `c` in `shape`.
-    fn delinearize(&mut self, c: &Comp, shape: &[u64]) -> Vec<Comp> {
+    pub fn delinearize(&mut self, c: &Comp, shape: &[u64]) -> Vec<Comp> {
         let r = shape.len();
         if r == 0 {
             return Vec::new();
@@ -259,6 +263,15 @@ impl<'a> VEm<'a> {
 
     // ---- memory ----
 
+    /// A scalar index of type `ity` as an `index` (for memref accesses).
+    pub fn as_index(&mut self, a: &str) -> String {
+        if self.ity == "index" {
+            a.to_string()
+        } else {
+            self.em.op(&format!("arith.index_castui {a} : {} to index", self.ity))
+        }
+    }
+
     /// Loads kernel parameter `p` at `idx`.
     fn load(&mut self, p: usize, idx: &[Comp]) -> String {
         let shape = self.k.ty(self.k.params[p].value).shape.clone();
@@ -275,6 +288,7 @@ impl<'a> VEm<'a> {
         let mt = format!("memref<{n}xf32>");
         match &flat {
             Comp::S(a) => {
+                let a = self.as_index(a);
                 let s = self.em.op(&format!("memref.load {m}[{a}] : {mt}"));
                 self.splat(&s, "f32")
             }
@@ -297,7 +311,10 @@ impl<'a> VEm<'a> {
     pub fn store(&mut self, m: &str, n: u64, flat: &Comp, val: &str) -> Result<(), Diag> {
         let mt = format!("memref<{n}xf32>");
         match flat {
-            Comp::S(a) if self.w == 1 => self.em.line(&format!("memref.store {val}, {m}[{a}] : {mt}")),
+            Comp::S(a) if self.w == 1 => {
+                let a = self.as_index(a);
+                self.em.line(&format!("memref.store {val}, {m}[{a}] : {mt}"))
+            }
             Comp::L(b, 1) => self.em.line(&format!("vector.store {val}, {m}[{b}] : {mt}, {}", self.vt())),
             _ => {
                 let v = self.vec_of(flat);
@@ -482,7 +499,11 @@ impl<'a> VEm<'a> {
         let it = self.vty("i64");
         let index_i64 = match &flat {
             Comp::S(a) => {
-                let s = self.em.op(&format!("arith.index_cast {a} : index to i64"));
+                let s = if self.ity == "index" {
+                    self.em.op(&format!("arith.index_cast {a} : index to i64"))
+                } else {
+                    self.em.op(&format!("arith.extui {a} : {} to i64", self.ity))
+                };
                 self.splat(&s, "i64")
             }
             _ => {

@@ -1,24 +1,34 @@
-//! ckopt-runtime: runs a planned ck function on the `cpu` backend (the JIT
-//! of ckopt-lower, in one host arena of exactly `ck.arena_bytes`) or the
-//! `cuda` backend (PTX from ckopt-lower launched through cudarc, in one
-//! device arena of exactly `ck.arena_bytes`), and reports what it measured.
+//! ckopt-runtime: runs planned ck functions and cuda bundles, and reports
+//! what it measured.
 //!
-//! The only crate that links cudarc (dynamic loading: it builds and runs
-//! without CUDA; a machine without a driver or GPU gets an error value, never
-//! a panic). Inputs and outputs are `ckopt_interp::Tensor`s so results
-//! compare directly with the interpreter.
+//! - `cpu` (feature `lower`): the cpu backend, the step program with
+//!   kernels JIT-compiled by ckopt-lower, in one host arena of exactly
+//!   `ck.arena_bytes`.
+//! - `cuda`: the cuda backend, the step programs of a cuda bundle
+//!   (`ckopt_kernels::Bundle`) on the device through the CUDA driver and
+//!   cuBLAS (feature `cuda`: cudarc and libloading, both dynamic, so it
+//!   builds and runs without CUDA; a machine without a driver or GPU gets
+//!   an error value, never a panic), in one device arena of exactly
+//!   `ck.arena_bytes`. With the `lower` feature a ck function is compiled
+//!   into a bundle in memory first (`ckopt-run --backend cuda`); without
+//!   it (`ckopt-exec`) bundles come from files and nothing links LLVM.
+//!
+//! Inputs and outputs are `ckopt_interp::Tensor`s so results compare
+//! directly with the interpreter. Features: `lower` and `cuda` (both by
+//! default).
 
 pub mod arena;
+#[cfg(feature = "lower")]
 pub mod cpu;
 pub mod cuda;
 pub mod report;
 
+#[cfg(feature = "lower")]
 pub use cpu::{CpuExecutor, CpuModule};
-pub use cuda::{CudaExecutor, cuda_status};
+pub use cuda::{CudaExecutor, CudaModule, RunOptions, cuda_status};
 pub use report::Report;
 
 use ckopt_interp::Tensor;
-use ckopt_ir::{Diag, Func};
 
 /// A backend that runs lowered code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,114 +48,163 @@ impl Backend {
 
 /// A compiled function ready to run steps on one backend.
 pub enum Executor {
+    #[cfg(feature = "lower")]
     Cpu(Box<CpuExecutor>),
-    /// The cuda executor with host copies of the arguments and last results.
-    Cuda(Box<CudaExecutor>, Vec<Tensor>, Vec<Tensor>),
+    Cuda(Box<CudaExecutor>),
 }
 
-impl Executor {
-    /// Compiles a planned function for `backend` (`libdevice`: see
-    /// `ckopt_lower::PtxOptions`).
-    pub fn new(func: &Func, backend: Backend, ptx: &ckopt_lower::PtxOptions) -> Result<Executor, Diag> {
-        match backend {
-            Backend::Cpu => Ok(Executor::Cpu(Box::new(CpuExecutor::new(func)?))),
-            Backend::Cuda => {
-                let args = func.params.iter().map(|p| Tensor::zeros(&func.ty(p.value).shape.iter().map(|&d| d as usize).collect::<Vec<_>>())).collect();
-                Ok(Executor::Cuda(Box::new(CudaExecutor::new(func, ptx)?), args, Vec::new()))
+#[cfg(feature = "lower")]
+mod compile {
+    use super::*;
+    use ckopt_ir::{Diag, Func};
+    use ckopt_lower::CudaOptions;
+    use std::sync::Arc;
+
+    fn err(f: &Func, m: String) -> Diag {
+        Diag::error(f.loc.clone(), m)
+    }
+
+    impl Executor {
+        /// Compiles a planned function for `backend`. cuda: the driver is
+        /// opened first (on a machine without one that is the error to
+        /// report), then the function is compiled into a bundle for the
+        /// device's own compute capability (`opts.sm` is ignored) and loaded.
+        pub fn new(func: &Func, backend: Backend, opts: &CudaOptions) -> Result<Executor, Diag> {
+            match backend {
+                Backend::Cpu => Ok(Executor::Cpu(Box::new(CpuExecutor::new(func)?))),
+                Backend::Cuda => new_cuda(func, opts),
             }
         }
     }
-    /// Runs one step; returns the results and updates the report.
-    pub fn step(&mut self, inputs: &[Tensor]) -> Result<Vec<Tensor>, Diag> {
+
+    #[cfg(feature = "cuda")]
+    fn new_cuda(func: &Func, opts: &CudaOptions) -> Result<Executor, Diag> {
+        use cuda::device::Device;
+        let dev = cuda::open_device().map_err(|m| err(func, format!("cuda backend: {m}")))?;
+        let t = std::time::Instant::now();
+        let bundle = ckopt_lower::compile_bundle(&[func], &CudaOptions { sm: dev.sm(), ..opts.clone() })?;
+        let compile_ms = t.elapsed().as_secs_f64() * 1e3;
+        let run = RunOptions { tf32: opts.tf32, ..Default::default() };
+        let module = cuda::load_bundle(dev, bundle, &run).map_err(|m| err(func, format!("cuda backend: {m}")))?;
+        let mut e = CudaExecutor::new(module, &func.name).map_err(|m| err(func, format!("cuda backend: {m}")))?;
+        e.set_compile_ms(compile_ms);
+        Ok(Executor::Cuda(Box::new(e)))
+    }
+
+    #[cfg(not(feature = "cuda"))]
+    fn new_cuda(func: &Func, _: &CudaOptions) -> Result<Executor, Diag> {
+        Err(err(func, format!("cuda backend: {}", cuda_status().err().unwrap_or_default())))
+    }
+
+    /// The functions compiled for the CPU emulation of the cuda kernels
+    /// (tests without a GPU): the same programs and kernels as a bundle,
+    /// the kernels JIT-compiled for the host (`cuda::emu`).
+    pub fn emulated_module(funcs: &[&Func]) -> Result<Arc<CudaModule>, Diag> {
+        let loc = funcs.first().map(|f| f.loc.clone()).unwrap_or_default();
+        let (programs, cache) = ckopt_lower::programs_of(funcs)?;
+        let (text, kernels) = ckopt_lower::cuda_kernels_mlir(&cache, &programs)?;
+        let op_counts = funcs.iter().map(|f| f.body.len().saturating_sub(1)).collect();
+        let bundle =
+            ckopt_kernels::Bundle { sm: 90, producer: "emulation".into(), ptx: String::new(), kernels, programs, op_counts, trains: Vec::new() };
+        let dev = cuda::emu::EmuDevice::new(&text, &bundle).map_err(|m| Diag::error(loc.clone(), m))?;
+        CudaModule::new(Arc::new(dev), bundle).map_err(|m| Diag::error(loc, m))
+    }
+
+    /// Compiles and runs one step (the `ckopt-run --backend cpu|cuda` path).
+    pub fn run_once(func: &Func, backend: Backend, inputs: &[Tensor], opts: &CudaOptions) -> Result<(Vec<Tensor>, Report), Diag> {
+        let (out, rep, _) = run_repeated(func, backend, inputs, opts, 1)?;
+        Ok((out, rep))
+    }
+
+    /// Compiles once and runs `repeat` (>= 1) steps on the same inputs;
+    /// returns the last results, the report (its `step_ms` the median step)
+    /// and every step's time in ms.
+    pub fn run_repeated(
+        func: &Func,
+        backend: Backend,
+        inputs: &[Tensor],
+        opts: &CudaOptions,
+        repeat: usize,
+    ) -> Result<(Vec<Tensor>, Report, Vec<f64>), Diag> {
+        let mut e = Executor::new(func, backend, opts)?;
+        ckopt_interp::check_inputs(func, inputs)?;
+        let mut out = Vec::new();
+        let mut times = Vec::with_capacity(repeat);
+        for _ in 0..repeat.max(1) {
+            out = e.step(inputs)?;
+            times.push(e.report().step_ms);
+        }
+        let mut rep = e.report();
+        rep.step_ms = median(&times);
+        Ok((out, rep, times))
+    }
+}
+
+#[cfg(feature = "lower")]
+pub use compile::{emulated_module, run_once, run_repeated};
+
+fn diag(m: String) -> ckopt_ir::Diag {
+    ckopt_ir::Diag::error(Default::default(), m)
+}
+
+impl Executor {
+    /// Runs one step on `inputs` (one per argument); returns the results.
+    pub fn step(&mut self, inputs: &[Tensor]) -> Result<Vec<Tensor>, ckopt_ir::Diag> {
         match self {
+            #[cfg(feature = "lower")]
             Executor::Cpu(e) => e.step(inputs),
-            Executor::Cuda(e, _, _) => e.step(inputs),
+            Executor::Cuda(e) => {
+                for (i, t) in inputs.iter().enumerate() {
+                    e.set_arg(i, t).map_err(diag)?;
+                }
+                e.run().map_err(diag)?;
+                (0..e.program().results.len()).map(|j| e.result(j).map_err(diag)).collect()
+            }
         }
     }
     /// What was measured so far (the last step's time, allocations, memory).
     pub fn report(&self) -> Report {
         match self {
+            #[cfg(feature = "lower")]
             Executor::Cpu(e) => e.report(),
-            Executor::Cuda(e, _, _) => e.report(),
+            Executor::Cuda(e) => e.report(),
+        }
+    }
+    fn exec(&self) -> &dyn ckopt_interp::StepExec {
+        match self {
+            #[cfg(feature = "lower")]
+            Executor::Cpu(e) => e.as_ref(),
+            Executor::Cuda(e) => e.as_ref(),
+        }
+    }
+    fn exec_mut(&mut self) -> &mut dyn ckopt_interp::StepExec {
+        match self {
+            #[cfg(feature = "lower")]
+            Executor::Cpu(e) => e.as_mut(),
+            Executor::Cuda(e) => e.as_mut(),
         }
     }
 }
 
 impl ckopt_interp::StepExec for Executor {
-    fn set_arg(&mut self, i: usize, t: &Tensor) -> Result<(), Diag> {
-        match self {
-            Executor::Cpu(e) => e.set_arg(i, t),
-            Executor::Cuda(_, args, _) => match args.get_mut(i) {
-                Some(a) if a.shape == t.shape => {
-                    *a = t.clone();
-                    Ok(())
-                }
-                _ => Err(Diag::error(Default::default(), format!("cuda backend: bad argument {i}"))),
-            },
-        }
+    fn set_arg(&mut self, i: usize, t: &Tensor) -> Result<(), ckopt_ir::Diag> {
+        self.exec_mut().set_arg(i, t)
     }
-    fn run(&mut self) -> Result<(), Diag> {
-        match self {
-            Executor::Cpu(e) => e.run(),
-            Executor::Cuda(e, args, out) => {
-                *out = e.step(args)?;
-                Ok(())
-            }
-        }
+    fn run(&mut self) -> Result<(), ckopt_ir::Diag> {
+        self.exec_mut().run()
     }
     fn result(&self, j: usize) -> Option<Tensor> {
-        match self {
-            Executor::Cpu(e) => e.result(j),
-            Executor::Cuda(_, _, out) => out.get(j).cloned(),
-        }
+        self.exec().result(j)
     }
     fn arg(&self, i: usize) -> Option<Tensor> {
-        match self {
-            Executor::Cpu(e) => e.arg(i),
-            Executor::Cuda(_, args, _) => args.get(i).cloned(),
-        }
+        self.exec().arg(i)
     }
     fn result_in_arg(&self, j: usize) -> Option<usize> {
-        match self {
-            Executor::Cpu(e) => ckopt_interp::StepExec::result_in_arg(e.as_ref(), j),
-            Executor::Cuda(..) => None,
-        }
+        self.exec().result_in_arg(j)
     }
     fn peak_bytes(&self) -> u64 {
-        let r = self.report();
-        match self {
-            Executor::Cpu(_) => r.arena_allocated_bytes,
-            Executor::Cuda(..) => r.device_memory_bytes.unwrap_or(0).saturating_sub(r.input_bytes),
-        }
+        self.exec().peak_bytes()
     }
-}
-
-/// Compiles and runs one step (the `ckopt-run --backend cpu|cuda` path).
-pub fn run_once(func: &Func, backend: Backend, inputs: &[Tensor], ptx: &ckopt_lower::PtxOptions) -> Result<(Vec<Tensor>, Report), Diag> {
-    let (out, rep, _) = run_repeated(func, backend, inputs, ptx, 1)?;
-    Ok((out, rep))
-}
-
-/// Compiles once and runs `repeat` (>= 1) steps on the same inputs; returns
-/// the last results, the report (its `step_ms` the median step) and every
-/// step's time in ms.
-pub fn run_repeated(
-    func: &Func,
-    backend: Backend,
-    inputs: &[Tensor],
-    ptx: &ckopt_lower::PtxOptions,
-    repeat: usize,
-) -> Result<(Vec<Tensor>, Report, Vec<f64>), Diag> {
-    let mut e = Executor::new(func, backend, ptx)?;
-    let mut out = Vec::new();
-    let mut times = Vec::with_capacity(repeat);
-    for _ in 0..repeat.max(1) {
-        out = e.step(inputs)?;
-        times.push(e.report().step_ms);
-    }
-    let mut rep = e.report();
-    rep.step_ms = median(&times);
-    Ok((out, rep, times))
 }
 
 /// The median of a list of times (0 when empty).
@@ -159,11 +218,11 @@ pub fn median(xs: &[f64]) -> f64 {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "lower"))]
 mod tests {
     use super::*;
     use ckopt_ir::ops::{ATTR_ARENA_BYTES, ATTR_OFFSET};
-    use ckopt_ir::{Attr, Attrs, Loc, OpKind, TensorType};
+    use ckopt_ir::{Attr, Attrs, Func, Loc, OpKind, TensorType};
 
     fn planned_add() -> Func {
         let mut f = Func::new("addf", Loc::unknown());
@@ -189,14 +248,14 @@ mod tests {
     #[test]
     fn cuda_without_a_driver_is_an_error_not_a_panic() {
         let f = planned_add();
-        let x = Tensor::zeros(&[2, 3]);
+        let x = Tensor::new(vec![2, 3], vec![1., 2., 3., 4., 5., 6.]).unwrap();
         let r = run_once(&f, Backend::Cuda, &[x.clone(), x], &Default::default());
         match cuda_status() {
             Err(_) => {
                 let e = r.err().map(|d| d.message).unwrap_or_default();
                 assert!(e.contains("cuda backend") && e.contains("CUDA"), "{e}");
             }
-            Ok(_) => assert_eq!(r.map(|(o, _)| o[0].data.clone()).ok(), Some(vec![0.0; 6])),
+            Ok(_) => assert_eq!(r.map(|(o, _)| o[0].data.clone()).ok(), Some(vec![2., 4., 6., 8., 10., 12.])),
         }
     }
 }

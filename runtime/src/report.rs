@@ -13,7 +13,7 @@ pub struct Report {
     /// Bytes of the argument buffers (parameters and inputs), allocated apart.
     pub input_bytes: u64,
     pub compile_ms: f64,
-    /// Wall time of the last step (CPU) or CUDA-event time of its kernels (cuda).
+    /// Wall time of the last step (CPU) or the CUDA-event time of the whole step (cuda).
     pub step_ms: f64,
     pub steps: u64,
     /// cuda: device memory in use by the step, measured as the drop of the
@@ -28,8 +28,15 @@ pub struct Report {
     pub workspace_bytes: u64,
     /// Worker threads of kernels and GEMMs.
     pub threads: Option<usize>,
-    /// Bytes copied host to device per step (cuda).
+    /// Bytes copied host to device per step (cuda): the arguments set
+    /// since the previous step.
     pub h2d_bytes_per_step: Option<u64>,
+    /// cuda: what runs the GEMMs (`cuBLAS 13.0.2 (libcublas.so.13), fp32`,
+    /// or the fallback kernel and why).
+    pub gemm: Option<String>,
+    /// cuda: every step's time (CUDA events around the whole step), in
+    /// order (not in `to_json`: the tools report them as `step_times_ms`).
+    pub step_times_ms: Vec<f64>,
 }
 
 impl Report {
@@ -50,6 +57,7 @@ impl Report {
             "workspace_bytes": self.workspace_bytes,
             "threads": self.threads,
             "h2d_bytes_per_step": self.h2d_bytes_per_step,
+            "gemm": self.gemm,
         })
     }
 }

@@ -19,16 +19,25 @@ pub use ckopt_passes::train::plan_if_needed;
 /// Runs `func` `repeat` times on `backend` (cpu or cuda), planning it first
 /// if needed; `CKOPT_LIBDEVICE` supplies libdevice for cuda. Returns the
 /// last results, the report (median step) and each step's time.
-pub fn run_lowered(module: &Module, func: &str, backend: Backend, inputs: &[Tensor], repeat: usize) -> Result<(Vec<Tensor>, Report, Vec<f64>), Diags> {
+pub fn run_lowered(
+    module: &Module,
+    func: &str,
+    backend: Backend,
+    inputs: &[Tensor],
+    repeat: usize,
+    tf32: bool,
+) -> Result<(Vec<Tensor>, Report, Vec<f64>), Diags> {
     let mut m = module.clone();
     plan_if_needed(&mut m, func, "fuse,memplan")?;
     let f = ckopt_interp::find_func(&m, func)?;
-    ckopt_runtime::run_repeated(f, backend, inputs, &Default::default(), repeat).map_err(Diags::from)
+    let opts = ckopt_lower::CudaOptions { tf32, ..Default::default() };
+    ckopt_runtime::run_repeated(f, backend, inputs, &opts, repeat).map_err(Diags::from)
 }
 
 /// Trains `name` on `backend`: the step function (built in-process when the
 /// module has none, see `train::prepared`) is planned if needed, compiled
 /// once, and run step after step on resident arguments.
+#[allow(clippy::too_many_arguments)]
 pub fn train_lowered(
     module: &Module,
     name: &str,
@@ -36,16 +45,24 @@ pub fn train_lowered(
     inputs: Vec<Tensor>,
     steps: usize,
     lr: f32,
+    tf32: bool,
     on_step: impl FnMut(usize, usize, f32),
 ) -> Result<(crate::train::TrainResult, Report, bool), Diags> {
     let (mut m, sig) = crate::train::prepared(module, name, lr)?;
     let planned = plan_if_needed(&mut m, &sig.step_func, "inplace,fuse,memplan")?;
     let s = ckopt_interp::find_func(&m, &sig.step_func)?;
-    let mut exec = Executor::new(s, backend, &Default::default())?;
+    let opts = ckopt_lower::CudaOptions { tf32, ..Default::default() };
+    let mut exec = Executor::new(s, backend, &opts)?;
     let n = inputs.len();
     for (i, t) in ckopt_passes::train::initial_args(s, &sig, &inputs).iter().enumerate() {
         exec.set_arg(i, t)?;
     }
-    let r = crate::train::run_steps(&mut exec, &sig, n, steps, lr, on_step)?;
-    Ok((r, exec.report(), planned))
+    let mut r = crate::train::run_steps(&mut exec, &sig, n, steps, lr, on_step)?;
+    let rep = exec.report();
+    // cuda: the step times are CUDA events around each whole step.
+    if !rep.step_times_ms.is_empty() {
+        r.step_time_ms = rep.step_times_ms.iter().sum::<f64>() / rep.step_times_ms.len() as f64;
+        r.step_times_ms = rep.step_times_ms.clone();
+    }
+    Ok((r, rep, planned))
 }

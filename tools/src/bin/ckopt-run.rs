@@ -128,6 +128,9 @@ struct Cli {
     /// SGD learning rate (with --train; used when @NAME_step is built here, an existing one has its own).
     #[arg(long, value_name = "X", default_value_t = 0.01, requires = "train")]
     lr: f32,
+    /// cuda: GEMMs on TF32 tensor cores (cuBLAS); fp32 by default.
+    #[arg(long)]
+    tf32: bool,
 }
 
 /// What to do with the function. Training (`--train --steps N --lr X`)
@@ -175,7 +178,8 @@ fn choose_inputs(cli: &Cli, f: &Func, loaded: &Loaded) -> Result<(Vec<Tensor>, S
 
 /// Runs the function `repeat` times on the chosen backend (one compile);
 /// the step time is the median.
-fn execute(backend: Backend, arena: bool, repeat: usize, loaded: &Loaded, func: &str, inputs: &[Tensor]) -> Result<Execution, ToolError> {
+fn execute(cli: &Cli, loaded: &Loaded, func: &str, inputs: &[Tensor]) -> Result<Execution, ToolError> {
+    let (backend, arena, repeat) = (cli.backend, cli.arena, cli.repeat);
     match backend {
         Backend::Interp => {
             let mut times = Vec::with_capacity(repeat);
@@ -205,7 +209,7 @@ fn execute(backend: Backend, arena: bool, repeat: usize, loaded: &Loaded, func: 
             let (outputs, stats, extra) = last.ok_or_else(|| ToolError::msg("nothing ran"))?;
             Ok(Execution { outputs, step_time_ms: median(&times), step_times_ms: times, stats, extra })
         }
-        Backend::Cpu | Backend::Cuda => execute_lowered(backend, repeat, loaded, func, inputs),
+        Backend::Cpu | Backend::Cuda => execute_lowered(backend, repeat, cli.tf32, loaded, func, inputs),
     }
 }
 
@@ -225,12 +229,12 @@ fn median(xs: &[f64]) -> f64 {
 /// `ckopt_tools::lowered`). `peak_bytes` is the arena actually allocated
 /// (cpu) or the driver's free-memory drop minus the argument buffers (cuda).
 #[cfg(feature = "lower")]
-fn execute_lowered(backend: Backend, repeat: usize, loaded: &Loaded, func: &str, inputs: &[Tensor]) -> Result<Execution, ToolError> {
+fn execute_lowered(backend: Backend, repeat: usize, tf32: bool, loaded: &Loaded, func: &str, inputs: &[Tensor]) -> Result<Execution, ToolError> {
     let b = if backend == Backend::Cuda { ckopt_runtime::Backend::Cuda } else { ckopt_runtime::Backend::Cpu };
     let mut module = loaded.module.clone();
     let planned_here = ckopt_tools::lowered::plan_if_needed(&mut module, func, "fuse,memplan")
         .map_err(|d| ToolError::Diags { diags: d, source: Some(loaded.source.clone()) })?;
-    let (outputs, rep, times) = ckopt_tools::lowered::run_lowered(&module, func, b, inputs, repeat)
+    let (outputs, rep, times) = ckopt_tools::lowered::run_lowered(&module, func, b, inputs, repeat, tf32)
         .map_err(|d| ToolError::Diags { diags: d, source: Some(loaded.source.clone()) })?;
     let peak = match backend {
         Backend::Cuda => rep.device_memory_bytes.unwrap_or(0).saturating_sub(rep.input_bytes),
@@ -244,7 +248,7 @@ fn execute_lowered(backend: Backend, repeat: usize, loaded: &Loaded, func: &str,
 }
 
 #[cfg(not(feature = "lower"))]
-fn execute_lowered(backend: Backend, _: usize, _: &Loaded, _: &str, _: &[Tensor]) -> Result<Execution, ToolError> {
+fn execute_lowered(backend: Backend, _: usize, _: bool, _: &Loaded, _: &str, _: &[Tensor]) -> Result<Execution, ToolError> {
     Err(ToolError::msg(format!(
         "backend '{}' needs ckopt-run built with the `lower` feature (`make build`, or \
          `cargo build --features ckopt-tools/lower`); use --backend interp",
@@ -309,6 +313,7 @@ fn emit(cli: &Cli, func: &str, inputs_desc: &str, ex: &Execution) -> Result<(), 
 /// backend's resident arguments; `step_time_ms` is the mean step (the
 /// compile time is `compile_ms`).
 #[cfg(feature = "lower")]
+#[allow(clippy::too_many_arguments)]
 fn train_lowered(
     backend: Backend,
     loaded: &Loaded,
@@ -316,10 +321,11 @@ fn train_lowered(
     inputs: Vec<Tensor>,
     steps: usize,
     lr: f32,
+    tf32: bool,
     on_step: impl FnMut(usize, usize, f32),
 ) -> Result<(ckopt_tools::train::TrainResult, Option<Value>), ToolError> {
     let b = if backend == Backend::Cuda { ckopt_runtime::Backend::Cuda } else { ckopt_runtime::Backend::Cpu };
-    let (r, rep, planned) = ckopt_tools::lowered::train_lowered(&loaded.module, func, b, inputs, steps, lr, on_step)
+    let (r, rep, planned) = ckopt_tools::lowered::train_lowered(&loaded.module, func, b, inputs, steps, lr, tf32, on_step)
         .map_err(|d| ToolError::Diags { diags: d, source: Some(loaded.source.clone()) })?;
     let mut v = rep.to_json();
     v["planned_by_ckopt_run"] = json!(planned);
@@ -328,6 +334,7 @@ fn train_lowered(
 }
 
 #[cfg(not(feature = "lower"))]
+#[allow(clippy::too_many_arguments)]
 fn train_lowered(
     backend: Backend,
     _: &Loaded,
@@ -335,6 +342,7 @@ fn train_lowered(
     _: Vec<Tensor>,
     _: usize,
     _: f32,
+    _: bool,
     _: impl FnMut(usize, usize, f32),
 ) -> Result<(ckopt_tools::train::TrainResult, Option<Value>), ToolError> {
     Err(ToolError::msg(format!(
@@ -370,7 +378,7 @@ fn train_mode(
                 .map_err(|d| ToolError::diag(d, Some(&loaded.source)))?;
             (r, None)
         }
-        b => train_lowered(b, loaded, func, inputs, steps, lr, on_step)?,
+        b => train_lowered(b, loaded, func, inputs, steps, lr, cli.tf32, on_step)?,
     };
     let first = r.losses.first().copied();
     let last = r.losses.last().copied();
@@ -446,7 +454,7 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
             if cli.repeat == 0 {
                 return Err(ToolError::msg("--repeat must be at least 1"));
             }
-            let ex = execute(cli.backend, cli.arena, cli.repeat, &loaded, &func, &inputs)?;
+            let ex = execute(cli, &loaded, &func, &inputs)?;
             emit(cli, &func, &inputs_desc, &ex)
         }
         Mode::Train { steps, lr } => train_mode(cli, &loaded, &func, &inputs_desc, inputs, steps, lr),

@@ -1,20 +1,25 @@
-//! ckopt-translate: a planned ck module to upstream MLIR, LLVM IR or PTX
-//! (like mlir-translate).
+//! ckopt-translate: a planned ck module to upstream MLIR, LLVM IR, PTX or a
+//! cuda bundle (like mlir-translate).
 //!
-//! `ckopt-translate [FILE|-] --to=mlir|llvm|ptx [--target=cpu|cuda] [--sm=90]
-//! [--libdevice=PATH] [-o FILE]`. Every function of the module is
-//! translated; each must have been planned by memplan (`ck.offset`,
-//! `ck.arena_bytes`), else an error names it. `--to=mlir` prints, for the
-//! cpu backend, each function's step program (`//` comments: kernel calls
-//! with their buffer slots, GEMM and convolution calls) and the module's
-//! distinct kernels as one upstream-dialect module (scf/vector/memref/arith/
-//! math), or, with `--target=cuda`, the gpu-dialect kernels; `--to=llvm` the
-//! cpu kernels as LLVM IR after the step programs (`;` comments); `--to=ptx` one PTX module with every kernel,
-//! preceded by the launch table (kernel, grid, block, arguments) as `//`
-//! comment lines holding one JSON object. Errors: rendered diagnostics on
-//! stderr, exit code 1.
+//! `ckopt-translate [FILE|-] --to=mlir|llvm|ptx|cuda-bundle [--target=cpu|cuda]
+//! [--sm=90] [--libdevice=PATH] [--func NAME]... [-o FILE]`. Every function
+//! of the module (or those named by `--func`) is translated; each must have
+//! been planned by memplan (`ck.offset`, `ck.arena_bytes`), else an error
+//! names it. `--to=mlir` prints each function's step program (`//`
+//! comments: kernel calls with their buffer slots, GEMM and convolution
+//! calls) and the module's distinct kernels: for the cpu backend as one
+//! upstream-dialect module (scf/vector/memref/arith/math), with
+//! `--target=cuda` as gpu-dialect kernels; `--to=llvm` the cpu kernels as
+//! LLVM IR after the step programs (`;` comments); `--to=ptx` the cuda
+//! kernels as one PTX module after `//` comments describing each kernel's
+//! launches and the step programs; `--to=cuda-bundle` one binary file (`-o`
+//! required) with the PTX, the launches, the step programs and the training
+//! signatures of the `@X_step` functions, for `ckopt-exec` (format:
+//! `ckopt_kernels::bundle`). Errors: rendered diagnostics on stderr, exit
+//! code 1.
 
-use ckopt_ir::{Diags, parse_and_verify};
+use ckopt_ir::{Diag, Diags, Func, Module, parse_and_verify};
+use ckopt_kernels::TrainSig;
 use clap::{CommandFactory, Parser, ValueEnum};
 use std::io::Read;
 use std::path::PathBuf;
@@ -26,8 +31,10 @@ enum To {
     Mlir,
     /// LLVM IR (the cpu backend's kernels).
     Llvm,
-    /// NVPTX assembly with the launch table.
+    /// NVPTX assembly of the cuda kernels, after their launches and the step programs as comments.
     Ptx,
+    /// A cuda bundle for ckopt-exec (binary; needs -o).
+    CudaBundle,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -55,6 +62,9 @@ struct Cli {
     /// libdevice.10.bc for math functions on cuda (default: $CKOPT_LIBDEVICE).
     #[arg(long)]
     libdevice: Option<PathBuf>,
+    /// Translate only this function (repeatable; default: every function).
+    #[arg(long, value_name = "NAME")]
+    func: Vec<String>,
     /// Output file (default stdout).
     #[arg(short = 'o')]
     output: Option<PathBuf>,
@@ -72,11 +82,15 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if matches!(cli.to, To::CudaBundle) && cli.output.is_none() {
+        eprintln!("ckopt-translate: error: --to=cuda-bundle writes a binary file: give it with -o OUT.ckb");
+        return ExitCode::FAILURE;
+    }
     match translate(&cli, &name, &src) {
-        Ok(text) => {
+        Ok(bytes) => {
             let r = match &cli.output {
-                Some(p) => std::fs::write(p, text).map_err(|e| format!("cannot write {}: {e}", p.display())),
-                None => ckopt_tools::input::write_stdout(&text).map_err(|e| format!("cannot write to stdout: {e}")),
+                Some(p) => std::fs::write(p, bytes).map_err(|e| format!("cannot write {}: {e}", p.display())),
+                None => ckopt_tools::input::write_stdout(&String::from_utf8_lossy(&bytes)).map_err(|e| format!("cannot write to stdout: {e}")),
             };
             if let Err(e) = r {
                 eprintln!("ckopt-translate: {e}");
@@ -102,16 +116,57 @@ fn read_input(path: &str) -> Result<(String, String), String> {
     }
 }
 
-fn translate(cli: &Cli, name: &str, src: &str) -> Result<String, Diags> {
+/// The functions to translate (`--func`, default all), in module order.
+fn selected<'m>(cli: &Cli, m: &'m Module) -> Result<Vec<&'m Func>, Diags> {
+    if cli.func.is_empty() {
+        return Ok(m.funcs.iter().collect());
+    }
+    for name in &cli.func {
+        if m.func(name).is_none() {
+            let names: Vec<&str> = m.funcs.iter().map(|f| f.name.as_str()).collect();
+            let loc = m.funcs.first().map(|f| f.loc.clone()).unwrap_or_default();
+            return Err(Diag::error(loc, format!("no function @{name} in the module (it has @{})", names.join(", @"))).into());
+        }
+    }
+    Ok(m.funcs.iter().filter(|f| cli.func.contains(&f.name)).collect())
+}
+
+/// Training signatures of the selected `@X_step` functions whose `@X` is in the module.
+fn train_sigs(m: &Module, funcs: &[&Func]) -> Result<Vec<TrainSig>, Diags> {
+    let mut out = Vec::new();
+    for f in funcs {
+        let Some(base) = f.name.strip_suffix(ckopt_passes::sgd::STEP_SUFFIX) else { continue };
+        let Some(loss) = m.func(base) else { continue };
+        let mut copy = m.clone();
+        let sig = ckopt_passes::train::prepare(&mut copy, base, &Default::default())?;
+        out.push(TrainSig {
+            loss_func: sig.loss_func,
+            grad_func: sig.grad_func,
+            step_func: sig.step_func,
+            loss_args: loss.params.len(),
+            params: sig.params,
+            state: sig.state,
+            step_key: sig.step_key,
+        });
+    }
+    Ok(out)
+}
+
+fn translate(cli: &Cli, name: &str, src: &str) -> Result<Vec<u8>, Diags> {
     let m = parse_and_verify(src, name)?;
-    let opts = ckopt_lower::PtxOptions { sm: cli.sm, libdevice: cli.libdevice.clone(), ..Default::default() };
+    let funcs = selected(cli, &m)?;
+    let sub = Module { funcs: funcs.iter().map(|f| (*f).clone()).collect() };
+    let opts = ckopt_lower::CudaOptions { sm: cli.sm, libdevice: cli.libdevice.clone(), ..Default::default() };
     Ok(match (cli.to, cli.target) {
-        (To::Mlir, Target::Cpu) => ckopt_lower::cpu_module_mlir(&m)?,
-        (To::Mlir, Target::Cuda) => ckopt_lower::gpu_mlir_module(&m, &opts)?,
-        (To::Llvm, _) => ckopt_lower::cpu_module_llvm_ir(&m)?,
-        (To::Ptx, _) => {
-            let progs = ckopt_lower::compile_ptx_funcs(&m.funcs, &opts)?;
-            ckopt_lower::annotated(&progs)
+        (To::Mlir, Target::Cpu) => ckopt_lower::cpu_module_mlir(&sub)?.into_bytes(),
+        (To::Mlir, Target::Cuda) => ckopt_lower::cuda_module_mlir(&sub)?.into_bytes(),
+        (To::Llvm, _) => ckopt_lower::cpu_module_llvm_ir(&sub)?.into_bytes(),
+        (To::Ptx, _) => ckopt_lower::bundle_ptx_text(&ckopt_lower::compile_bundle(&funcs, &opts)?).into_bytes(),
+        (To::CudaBundle, _) => {
+            let mut b = ckopt_lower::compile_bundle(&funcs, &opts)?;
+            b.trains = train_sigs(&m, &funcs)?;
+            let loc = funcs.first().map(|f| f.loc.clone()).unwrap_or_default();
+            b.to_bytes().map_err(|e| Diags::from(Diag::error(loc, e.0)))?
         }
     })
 }

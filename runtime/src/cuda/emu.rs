@@ -1,0 +1,119 @@
+//! The CPU emulation of the cuda kernels as a `Device` (feature `lower`):
+//! the cuda executor, its step programs, the generated kernels and the
+//! fallback GEMM run on the host, so tests check the whole cuda path
+//! against the interpreter without a GPU (see `ckopt_lower::emu`).
+//!
+//! Memory is host memory (64-byte aligned, zeroed); `mem_info` counts what
+//! is allocated against a nominal 1 TiB; there is no GEMM library (the
+//! fallback kernel runs); the timer is wall time.
+
+use super::device::{Device, GemmCall, KArg};
+use crate::arena::Arena;
+use ckopt_kernels::Bundle;
+use ckopt_lower::emu::{EmuArg, EmuModule};
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Instant;
+
+const NOMINAL: u64 = 1 << 40;
+
+pub struct EmuDevice {
+    module: EmuModule,
+    entries: Vec<String>,
+    mem: Mutex<HashMap<u64, Arena>>,
+    start: Mutex<Option<Instant>>,
+}
+
+impl EmuDevice {
+    /// Compiles the gpu-dialect code of `bundle`'s module (`gpu_mlir`, from
+    /// `ckopt_lower::cuda_kernels_mlir` of the same kernels) for the host.
+    pub fn new(gpu_mlir: &str, bundle: &Bundle) -> Result<EmuDevice, String> {
+        let module = EmuModule::compile(gpu_mlir)?;
+        let mut entries: Vec<String> = bundle.kernels.iter().flat_map(|k| k.launches.iter().map(|l| l.entry.clone())).collect();
+        for e in [ckopt_kernels::bundle::LIB_GEMM, ckopt_kernels::bundle::LIB_IM2COL, ckopt_kernels::bundle::LIB_COL2IM] {
+            if module.has(e) {
+                entries.push(e.to_string());
+            }
+        }
+        Ok(EmuDevice { module, entries, mem: Mutex::new(HashMap::new()), start: Mutex::new(None) })
+    }
+}
+
+fn slice_mut<'a>(p: u64, n: usize) -> &'a mut [u8] {
+    // SAFETY: `p` is an address inside an allocation of this device with at
+    // least `n` bytes from it (the executor's slots).
+    unsafe { std::slice::from_raw_parts_mut(p as *mut u8, n) }
+}
+
+impl Device for EmuDevice {
+    fn describe(&self) -> String {
+        "CPU emulation of the cuda kernels".into()
+    }
+    fn sm(&self) -> u32 {
+        90
+    }
+    fn mem_info(&self) -> Result<(u64, u64), String> {
+        let used: u64 = self.mem.lock().map_err(|_| "lock")?.values().map(|a| a.len() as u64).sum();
+        Ok((NOMINAL - used, NOMINAL))
+    }
+    fn alloc(&self, bytes: u64) -> Result<u64, String> {
+        let mut a = Arena::new(bytes)?;
+        let p = a.as_mut_slice().as_mut_ptr() as u64;
+        self.mem.lock().map_err(|_| "lock")?.insert(p, a);
+        Ok(p)
+    }
+    fn free(&self, ptr: u64) {
+        if let Ok(mut m) = self.mem.lock() {
+            m.remove(&ptr);
+        }
+    }
+    fn htod(&self, dst: u64, src: &[u8]) -> Result<(), String> {
+        slice_mut(dst, src.len()).copy_from_slice(src);
+        Ok(())
+    }
+    fn dtoh(&self, src: u64, dst: &mut [u8]) -> Result<(), String> {
+        dst.copy_from_slice(slice_mut(src, dst.len()));
+        Ok(())
+    }
+    fn zero(&self, dst: u64, bytes: u64) -> Result<(), String> {
+        slice_mut(dst, bytes as usize).fill(0);
+        Ok(())
+    }
+    fn function(&self, entry: &str) -> Result<usize, String> {
+        self.entries.iter().position(|e| e == entry).ok_or_else(|| format!("kernel {entry} is not in the emulated module"))
+    }
+    fn launch(&self, f: usize, grid: [u32; 3], block: [u32; 3], args: &[KArg]) -> Result<(), String> {
+        let entry = self.entries.get(f).ok_or_else(|| format!("no kernel {f}"))?;
+        let a: Vec<EmuArg> = args
+            .iter()
+            .map(|a| match *a {
+                KArg::Ptr(p) => EmuArg::Ptr(p),
+                KArg::Index(i) => EmuArg::Index(i),
+                KArg::I32(i) => EmuArg::I32(i),
+                KArg::F32(x) => EmuArg::F32(x),
+            })
+            .collect();
+        if grid[1] != 1 || grid[2] != 1 || block[1] != 1 || block[2] != 1 {
+            return Err("the emulation runs 1-D launches only".into());
+        }
+        // SAFETY: pointer arguments are slots of this device's allocations.
+        unsafe { self.module.launch(entry, grid[0], block[0], &a) }
+    }
+    fn gemm(&self, _: &GemmCall) -> Result<bool, String> {
+        Ok(false)
+    }
+    fn gemm_library(&self) -> String {
+        "fallback GEMM kernel (emulation)".into()
+    }
+    fn start_timer(&self) -> Result<(), String> {
+        *self.start.lock().map_err(|_| "lock")? = Some(Instant::now());
+        Ok(())
+    }
+    fn stop_timer(&self) -> Result<f64, String> {
+        let s = self.start.lock().map_err(|_| "lock")?.take().ok_or("timer not started")?;
+        Ok(s.elapsed().as_secs_f64() * 1e3)
+    }
+    fn synchronize(&self) -> Result<(), String> {
+        Ok(())
+    }
+}
