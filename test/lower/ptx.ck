@@ -1,7 +1,9 @@
-/// --to=ptx: one PTX module with one .entry per op (bare pointer
-/// parameters: distinct operands, then the result), preceded by the launch
-/// table as // JSON lines (kernel, grid, block, buffer and offset of each
-/// argument). Math ops link libdevice (no __nv_ call remains).
+/// --to=ptx: the cuda kernels of the module as ONE PTX module, after `//`
+/// comments giving each kernel's launches and each function's step
+/// program. A matmul is a GEMM step (cuBLAS at run time, or the fallback
+/// kernel ck_lib_gemm, which the module carries); the tanh is a loop kernel
+/// with 32-bit indices and bare-pointer parameters (its input, then its
+/// output). Math links libdevice (no __nv_ call remains).
 // REQUIRES: lower, libdevice
 // RUN: ckopt-translate --to=ptx --sm=90 %s | FileCheck %s
 // RUN: ckopt-translate --to=ptx --sm=80 %s | FileCheck %s --check-prefix=SM80
@@ -14,22 +16,19 @@ module {
   }
 }
 
-// CHECK: // ckopt launch table (JSON):
-// CHECK-NEXT: // {"sm": 90, "functions": [
-// CHECK-NEXT: //  {"function": "f", "arena_bytes": 256, "inputs": [{"bytes":4800,"shape":[4,300]},{"bytes":9600,"shape":[300,8]}], "outputs": [{"buffer":"arena","offset":128,"shape":[4,8]}], "kernels": [
-// CHECK-NEXT: //   {"args":[{"buffer":"arg0","bytes":4800,"offset":0},{"buffer":"arg1","bytes":9600,"offset":0},{"buffer":"arena","bytes":128,"offset":0}],"block":[256,1,1],"grid":[1,1,1],"kernel":"f_k0_matmul",{{.*}}"op":"ck.matmul"},
-// CHECK-NEXT: //   {"args":[{"buffer":"arena","bytes":128,"offset":0},{"buffer":"arena","bytes":128,"offset":128}],"block":[256,1,1],"grid":[1,1,1],"kernel":"f_k1_tanh",{{.*}}"op":"ck.tanh"}
-// CHECK-NEXT: //  ]}
-// CHECK-NEXT: // ]}
+// CHECK: // ckopt cuda module for sm_90: 1 kernels
+// CHECK-NEXT: // kernel 0: loop over 32 elements (32-bit indices): ck_k0 grid [1, 1, 1] block [256, 1, 1]
+// CHECK-NEXT: // step program of @f: 2 steps, arena 256 bytes, workspace 0 bytes
+// CHECK-NEXT: //   0: gemm batch 1 m 4 n 8 k 300: arena[0..+128] = arg0[0..+4800] x arg1[0..+9600]  ; ck.matmul at {{.*}}ptx.ck:13:5
+// CHECK-NEXT: //   1: call ck_k0(arena[0..+128], arena[128..+128])  ; ck.tanh at {{.*}}ptx.ck:14:5
+// CHECK-NEXT: //   result 0: arena[128..+128]
 // CHECK: .target sm_90
-// CHECK: .visible .entry f_k0_matmul(
-// CHECK-NEXT: .param .u64 .ptr .align 1 f_k0_matmul_param_0,
-// CHECK-NEXT: .param .u64 .ptr .align 1 f_k0_matmul_param_1,
-// CHECK-NEXT: .param .u64 .ptr .align 1 f_k0_matmul_param_2
+// CHECK: .visible .entry ck_k0(
+// CHECK-NEXT: .param .u64 .ptr .align 1 ck_k0_param_0,
+// CHECK-NEXT: .param .u64 .ptr .align 1 ck_k0_param_1
 // CHECK-NEXT: )
-// CHECK: .visible .entry f_k1_tanh(
-// CHECK-NEXT: .param .u64 .ptr .align 1 f_k1_tanh_param_0,
-// CHECK-NEXT: .param .u64 .ptr .align 1 f_k1_tanh_param_1
-// CHECK-NEXT: )
+// CHECK-NEXT: .maxntid 256, 1, 1
+// CHECK: mad.lo.s32
+// CHECK: .visible .entry ck_lib_gemm(
 // CHECK-NOT: __nv_
 // SM80: .target sm_80

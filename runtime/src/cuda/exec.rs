@@ -190,8 +190,9 @@ impl CudaExecutor {
         }
         let buf = &self.args[i];
         if buf.bytes > 0 {
-            let bytes: Vec<u8> = t.data.iter().flat_map(|x| x.to_ne_bytes()).collect();
-            self.module.dev.htod(buf.ptr, &bytes).map_err(|e| format!("cuda backend: copying argument {i} to the device: {e}"))?;
+            // SAFETY: f32 has no padding; the byte view covers exactly the data.
+            let bytes = unsafe { std::slice::from_raw_parts(t.data.as_ptr() as *const u8, t.data.len() * 4) };
+            self.module.dev.htod(buf.ptr, bytes).map_err(|e| format!("cuda backend: copying argument {i} to the device: {e}"))?;
             self.h2d_since_run += buf.bytes;
         }
         Ok(())
@@ -199,11 +200,12 @@ impl CudaExecutor {
 
     fn read(&self, ptr: u64, shape: &[u64]) -> Result<Tensor, String> {
         let n = shape.iter().product::<u64>() as usize;
-        let mut bytes = vec![0u8; 4 * n];
+        let mut data = vec![0f32; n];
         if n > 0 {
-            self.module.dev.dtoh(ptr, &mut bytes)?;
+            // SAFETY: every bit pattern is an f32; the byte view covers exactly the data.
+            let bytes = unsafe { std::slice::from_raw_parts_mut(data.as_mut_ptr() as *mut u8, n * 4) };
+            self.module.dev.dtoh(ptr, bytes)?;
         }
-        let data = bytes.chunks_exact(4).map(|c| f32::from_ne_bytes([c[0], c[1], c[2], c[3]])).collect();
         Ok(Tensor { shape: shape.iter().map(|&d| d as usize).collect(), data })
     }
 

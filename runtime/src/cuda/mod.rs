@@ -61,20 +61,24 @@ pub fn open_device() -> Result<driver::CudaDevice, String> {
     driver::CudaDevice::open()
 }
 
+/// The error when a bundle's compute capability is not the device's.
+pub fn check_sm(bundle_sm: u32, device_sm: u32, device: &str) -> Result<(), String> {
+    if bundle_sm == device_sm {
+        return Ok(());
+    }
+    Err(format!(
+        "the bundle is compiled for sm_{bundle_sm} but the device is {device}; re-create it with \
+         `ckopt-translate --to=cuda-bundle --sm={device_sm}`"
+    ))
+}
+
 /// Loads `bundle` on the opened device: its compute capability must be
 /// the device's; the PTX is loaded (a failure carries the JIT log), every
 /// kernel entry resolved, cuBLAS loaded unless `opts.cublas` is off.
 #[cfg(feature = "cuda")]
 pub fn load_bundle(mut dev: driver::CudaDevice, bundle: Bundle, opts: &RunOptions) -> Result<Arc<CudaModule>, String> {
     use device::Device;
-    if bundle.sm != dev.sm() {
-        return Err(format!(
-            "the bundle is compiled for sm_{} but the device is {}; re-create it with `ckopt-translate --to=cuda-bundle --sm={}`",
-            bundle.sm,
-            dev.describe(),
-            dev.sm()
-        ));
-    }
+    check_sm(bundle.sm, dev.sm(), &dev.describe())?;
     dev.load_ptx(&bundle.ptx)?;
     let mut entries: Vec<String> = bundle.kernels.iter().flat_map(|k| k.launches.iter().map(|l| l.entry.clone())).collect();
     entries.extend([ckopt_kernels::bundle::LIB_GEMM, ckopt_kernels::bundle::LIB_IM2COL, ckopt_kernels::bundle::LIB_COL2IM].map(String::from));
@@ -83,4 +87,17 @@ pub fn load_bundle(mut dev: driver::CudaDevice, bundle: Bundle, opts: &RunOption
         dev.load_blas(opts.tf32);
     }
     CudaModule::new(Arc::new(dev), bundle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bundle_for_another_sm_is_refused_with_the_fix() {
+        assert!(check_sm(90, 90, "x").is_ok());
+        let e = check_sm(90, 80, "NVIDIA A100 (sm_80, driver 12.4)").unwrap_err();
+        assert!(e.contains("compiled for sm_90 but the device is NVIDIA A100 (sm_80"), "{e}");
+        assert!(e.contains("--sm=80"), "{e}");
+    }
 }
