@@ -1,72 +1,117 @@
 #!/usr/bin/env bash
-# GPU check of the cuda backend (issue 6), one prepared script for a machine
-# with an NVIDIA GPU and driver: (1) every ckopt-gen model at a small size,
-# forward and gradient, on cuda against interp (|cuda - interp| <= 1e-3 *
-# max(1, |interp|)); (2) the training step @MODEL_grad of mlp and resmlp at
-# depth 100 and 1000 (width 1024, batch 256) with no remat and with
-# remat{mode=sqrt}: step ms (CUDA events), measured device memory (driver
-# free-memory drop) and ck.arena_bytes, one line each (paste into
-# BENCHMARKS.md).
+# GPU check of the cuda backend, in two halves.
 #
-# Needs the tools built with the lower feature (make build, or carry
-# target/release/ckopt-{gen,opt,run} built on x86-64 Debian 12) and
-# libdevice: CKOPT_LIBDEVICE (default: the cache of scripts/setup.sh).
-# Usage: [BACKEND=cpu] bench/gpu-check.sh [BIN_DIR] [--quick]   (--quick: part 1 only)
-set -uo pipefail
-BIN="${1:-target/release}"
-QUICK="${2:-}"
-BACKEND="${BACKEND:-cuda}"   # BACKEND=cpu runs the same check on the cpu backend
+# HERE (a machine with LLVM/MLIR 22 and the release tools):
+#     bench/gpu-check.sh [--quick]
+#   prepares ONE folder, gpu-check/ (git-ignored, under 64 MiB), holding:
+#     bin/ckopt-exec            the LLVM-free runtime (release, no debug info)
+#     check/MODEL.P.ckb         every ckopt-gen model at a small size, forward,
+#                               gradient and step, P = plain (autodiff,sgd,memplan)
+#                               or fused (autodiff,inplace,sgd,fuse,remat{mode=sqrt},memplan)
+#     check/MODEL.P.FUNC.json   the interpreter's results for --seed 1
+#     check/MODEL.P.train.json  the interpreter's losses of 3 SGD steps
+#     time/MODEL-DEPTH-REMAT.ckb  @MODEL_step of mlp and resmlp at depth 100 and
+#                               1000, width 1024, batch 256, REMAT = none, sqrt,
+#                               greedy (budget: 1.5x the sqrt plan's temp peak)
+#     run.sh, compare.py        the runner (bench/gpu-check-run.sh) and its checker
+#   --quick: depth 100 only in time/.
+#
+# THERE (the device machine: no network, no LLVM; ckopt-exec and bundles only),
+# from the repository root, with the device tool: one call whose timeout
+# leaves room for a rerun within the 15 minutes of device time,
+#     run  command="bash gpu-check/run.sh 2>&1 | tee $OUT/gpu-check.log"
+#          carry=["gpu-check"]  timeout_s=330
+#   and, if it must be repeated, "bash gpu-check/run.sh --quick ..." (no
+#   fallback-GEMM checks, no depth-1000 timings). run.sh also writes its
+#   summary to $OUT/gpu-check-summary.txt.
+#   It finds libcublas itself (the image's Python environment ships it in
+#   site-packages/nvidia/cublas/lib) and prints which one it uses, checks every
+#   model (forward, gradient, 3 training steps) against the interpreter with
+#   cuBLAS and with the fallback GEMM kernel, then times the training steps:
+#   step ms (CUDA events, median of the steps after 2 warm-ups), device memory
+#   measured by the driver, ck.arena_bytes, parameters, and per model and depth
+#   the ratio sqrt/none. Only summaries are written (no tensors of the big runs).
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+quick=${1:-}
+out=gpu-check
+bin=${CKOPT_BIN_DIR:-target/release}
 export CKOPT_LIBDEVICE="${CKOPT_LIBDEVICE:-$HOME/.cache/ckopt/cuda-nvcc/nvidia/cuda_nvcc/nvvm/libdevice/libdevice.10.bc}"
-TMP="$(mktemp -d)"
-trap 'rm -rf "$TMP"' EXIT
-fail=0
+[[ -f "$CKOPT_LIBDEVICE" ]] || { echo "gpu-check: libdevice not found (scripts/setup.sh fetches it; or set CKOPT_LIBDEVICE)" >&2; exit 1; }
+if [[ ! -x "$bin/ckopt-translate" ]]; then
+  echo "gpu-check: building the release tools (make build) ..." >&2
+  cargo build --release --workspace --features ckopt-tools/lower >&2
+fi
+# ckopt-exec alone: without the workspace's `lower` feature, so it links no LLVM.
+cargo build --release -p ckopt-exec >&2
+rm -rf "$out"
+mkdir -p "$out/bin" "$out/check" "$out/time"
+cp target/release/ckopt-exec "$out/bin/"
+cp bench/gpu-check-run.sh "$out/run.sh"
+cp bench/gpu-check-compare.py "$out/compare.py"
+chmod +x "$out/run.sh" "$out/bin/ckopt-exec"
+grep -qx '/gpu-check/' .gitignore 2>/dev/null || echo "warning: gpu-check/ is not in .gitignore" >&2
 
-compare() { # interp.json cuda.json label
-  python3 - "$1" "$2" "$3" <<'PY'
-import json, math, sys
-a = json.load(open(sys.argv[1]))["outputs"]; b = json.load(open(sys.argv[2]))["outputs"]
-worst = 0.0
-for x, y in zip(a, b):
-    assert x["shape"] == y["shape"], (x["shape"], y["shape"])
-    for u, v in zip(x["data"], y["data"]):
-        if u is None or v is None or (isinstance(u, float) and math.isnan(u)):
-            continue
-        worst = max(worst, abs(u - v) / max(1.0, abs(u)))
-ok = len(a) == len(b) and worst <= 1e-3
-print(f"  {sys.argv[3]:<28} max rel diff {worst:.2e} {'OK' if ok else 'MISMATCH'}")
-sys.exit(0 if ok else 1)
-PY
+size() {
+  case "$1" in
+    mlp|resmlp) echo "--depth 2 --width 64 --batch 16" ;;
+    lstm) echo "--depth 2 --width 32 --batch 8 --seq 4" ;;
+    resnet) echo "--depth 2 --channels 8 --image 8 --batch 4 --classes 5" ;;
+    transformer) echo "--depth 2 --width 32 --batch 4 --seq 8 --heads 2" ;;
+  esac
 }
 
-echo "== 1. every model (small) on $BACKEND vs interp"
+echo "== check bundles and the interpreter's results" >&2
 for m in mlp resmlp lstm resnet transformer; do
-  "$BIN/ckopt-gen" "$m" --depth 2 > "$TMP/$m.ck" || { fail=1; continue; }
-  "$BIN/ckopt-opt" --pass-pipeline='autodiff,memplan' "$TMP/$m.ck" -o "$TMP/$m.p.ck" || { fail=1; continue; }
-  for f in "$m" "${m}_grad"; do
-    "$BIN/ckopt-run" "$TMP/$m.p.ck" --func "$f" --backend interp --outputs "$TMP/$f.i.json" >/dev/null || { fail=1; continue; }
-    if "$BIN/ckopt-run" "$TMP/$m.p.ck" --func "$f" --backend "$BACKEND" --outputs "$TMP/$f.c.json" --report "$TMP/$f.r.json" >/dev/null; then
-      compare "$TMP/$f.i.json" "$TMP/$f.c.json" "$f" || fail=1
-    else
-      echo "  $f: $BACKEND run failed"; fail=1
-    fi
+  # shellcheck disable=SC2046
+  "$bin/ckopt-gen" "$m" $(size "$m") > "$out/check/$m.ck"
+  for p in plain fused; do
+    pipe='autodiff,sgd{lr=0.01},memplan'
+    [[ $p = fused ]] && pipe='autodiff,inplace,sgd{lr=0.01},fuse,remat{mode=sqrt},memplan'
+    "$bin/ckopt-opt" --pass-pipeline="$pipe" "$out/check/$m.ck" -o "$out/check/$m.$p.ck"
+    "$bin/ckopt-translate" --to=cuda-bundle "$out/check/$m.$p.ck" -o "$out/check/$m.$p.ckb"
+    for f in "$m" "${m}_grad"; do
+      "$bin/ckopt-run" "$out/check/$m.$p.ck" --func "$f" --seed 1 --outputs "$out/check/$m.$p.$f.json" > /dev/null
+    done
+    "$bin/ckopt-run" "$out/check/$m.$p.ck" --func "$m" --train --steps 3 --seed 1 --report "$out/check/$m.$p.train.json" > /dev/null
+    rm "$out/check/$m.$p.ck"
   done
+  rm "$out/check/$m.ck"
 done
-[ "$QUICK" = "--quick" ] && exit $fail
 
-echo "== 2. training step on $BACKEND (width 1024, batch 256)"
-printf "  %-8s %6s %-5s %12s %18s %16s\n" model depth remat step_ms device_bytes arena_bytes
+echo "== timing bundles (width 1024, batch 256)" >&2
+depths="100 1000"
+[[ $quick = --quick ]] && depths=100
 for m in mlp resmlp; do
-  for d in 100 1000; do
-    "$BIN/ckopt-gen" "$m" --depth "$d" --width 1024 --batch 256 > "$TMP/big.ck" || { fail=1; continue; }
-    for r in none sqrt; do
-      p='autodiff,memplan'; [ "$r" = sqrt ] && p='autodiff,remat{mode=sqrt},memplan'
-      "$BIN/ckopt-opt" --pass-pipeline="$p" "$TMP/big.ck" -o "$TMP/big.p.ck" || { fail=1; continue; }
-      if "$BIN/ckopt-run" "$TMP/big.p.ck" --func "${m}_grad" --backend "$BACKEND" --outputs "$TMP/o.json" --report "$TMP/r.json" >/dev/null; then
-        python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print("  %-8s %6s %-5s %12.2f %18s %16s" % (sys.argv[2], sys.argv[3], sys.argv[4], r["step_ms"], r["device_memory_bytes"], r["arena_bytes"]))' "$TMP/r.json" "$m" "$d" "$r"
-      else
-        echo "  $m depth $d remat $r: $BACKEND run failed"; fail=1
+  for d in $depths; do
+    "$bin/ckopt-gen" "$m" --depth "$d" --width 1024 --batch 256 > "$out/time/src.ck"
+    base='autodiff,inplace,sgd{lr=0.01},fuse'
+    "$bin/ckopt-opt" --pass-pipeline="$base,remat{mode=sqrt},memplan" "$out/time/src.ck" \
+      --memory-report="$out/time/sqrt.json" -o "$out/time/p.ck"
+    "$bin/ckopt-translate" --to=cuda-bundle --func "${m}_step" "$out/time/p.ck" -o "$out/time/$m-$d-sqrt.ckb"
+    "$bin/ckopt-opt" --pass-pipeline="$base,memplan" "$out/time/src.ck" -o "$out/time/p.ck"
+    "$bin/ckopt-translate" --to=cuda-bundle --func "${m}_step" "$out/time/p.ck" -o "$out/time/$m-$d-none.ckb"
+    # greedy at a budget: 1.5x the sqrt plan's temp peak (of any function), more if that is infeasible.
+    peak=$(python3 -c 'import json,sys; print(max(r["temp_peak_bytes"] for r in json.load(open(sys.argv[1]))))' "$out/time/sqrt.json")
+    ok=
+    for f in 15 20 30; do
+      budget=$((peak * f / 10))
+      if "$bin/ckopt-opt" --pass-pipeline="$base,remat{mode=greedy budget=$budget},memplan" "$out/time/src.ck" -o "$out/time/p.ck" 2> /dev/null; then
+        ok=1; break
       fi
     done
+    [[ -n $ok ]] || { echo "gpu-check: no feasible greedy budget for $m depth $d" >&2; exit 1; }
+    "$bin/ckopt-translate" --to=cuda-bundle --func "${m}_step" "$out/time/p.ck" -o "$out/time/$m-$d-greedy.ckb"
+    echo "$m $d $budget" >> "$out/time/greedy-budgets.txt"
+    rm -f "$out/time/src.ck" "$out/time/p.ck" "$out/time/sqrt.json"
   done
 done
-exit $fail
+
+bytes=$(du -sb "$out" | cut -f1)
+echo "gpu-check: prepared $out/ ($bytes bytes; ckopt-exec $(stat -c %s "$out/bin/ckopt-exec") bytes)" >&2
+if (( bytes > 60 * 1024 * 1024 )); then
+  echo "gpu-check: $out/ is over 60 MiB; the device machine takes at most 64 MiB with the working tree" >&2
+  exit 1
+fi
+echo "next, with the device tool: run command=\"bash gpu-check/run.sh 2>&1 | tee \$OUT/gpu-check.log\" carry=[\"gpu-check\"] timeout_s=330" >&2
