@@ -59,10 +59,39 @@ pub fn check_module(m: &Module, align: u64) -> Result<(), Diags> {
     all.into_result()
 }
 
-/// Checks one function's plan; `Err` lists every violation found.
+/// What the checker derives from the IR alone, phase by phase.
+struct Facts<'f> {
+    f: &'f Func,
+    align: u64,
+    arena: u64,
+    /// Value level: defining op, last reader, returned.
+    def: Vec<Option<usize>>,
+    last: Vec<Option<usize>>,
+    returned: Vec<bool>,
+    /// Kernel level: the fusion group (first, last op) of each op, the
+    /// values internal to a group, and each value's first/last kernel step.
+    span: Vec<(usize, usize)>,
+    internal: Vec<bool>,
+    kdef: Vec<Option<usize>>,
+    klast: Vec<Option<usize>>,
+    /// Donated arguments, and where each in-place write lands.
+    donated: Vec<bool>,
+    home: Vec<Option<ValueId>>,
+    /// Offset and size of each stored value.
+    place: Vec<Option<(u64, u64)>>,
+    /// Per op: the value its in-place write may overwrite (legal marks only).
+    inplace_src: Vec<Option<ValueId>>,
+    diags: Diags,
+}
+
+fn err(loc: &ckopt_ir::Loc, m: String) -> Diag {
+    Diag::error(loc.clone(), format!("memplan checker: {m}"))
+}
+
+/// Checks one function's plan; `Err` lists every violation found. Phases:
+/// value-level lifetimes, fusion groups and kernel-level lifetimes,
+/// in-place homes, placement, in-place legality, the overlap sweep.
 pub fn check_func(f: &Func, align: u64) -> Result<(), Diags> {
-    let mut diags = Diags::new();
-    let err = |loc: &ckopt_ir::Loc, m: String| Diag::error(loc.clone(), format!("memplan checker: {m}"));
     if align == 0 || !align.is_power_of_two() {
         return Err(Diags::from(err(&f.loc, format!("alignment {align} is not a power of two"))));
     }
@@ -70,225 +99,254 @@ pub fn check_func(f: &Func, align: u64) -> Result<(), Diags> {
     else {
         return Err(Diags::from(err(&f.loc, format!("@{} has no valid '{ATTR_ARENA_BYTES}'", f.name))));
     };
-    let nv = f.values.len();
-    let mut def: Vec<Option<usize>> = vec![None; nv];
-    let mut last: Vec<Option<usize>> = vec![None; nv];
-    let mut returned = vec![false; nv];
-    for (i, op) in f.body.iter().enumerate() {
-        for &o in &op.operands {
-            if o.index() < nv {
-                last[o.index()] = Some(i);
-            }
+    let mut c = Facts::new(f, align, arena);
+    c.value_lifetimes();
+    c.fusion_groups();
+    c.inplace_homes();
+    c.placement();
+    c.inplace_legality();
+    c.overlap_sweep();
+    c.diags.into_result()
+}
+
+impl<'f> Facts<'f> {
+    fn new(f: &'f Func, align: u64, arena: u64) -> Facts<'f> {
+        let (nv, nops) = (f.values.len(), f.body.len());
+        Facts {
+            f,
+            align,
+            arena,
+            def: vec![None; nv],
+            last: vec![None; nv],
+            returned: vec![false; nv],
+            span: (0..nops).map(|i| (i, i)).collect(),
+            internal: vec![false; nv],
+            kdef: vec![None; nv],
+            klast: vec![None; nv],
+            donated: vec![false; nv],
+            home: vec![None; nv],
+            place: vec![None; nv],
+            inplace_src: vec![None; nops],
+            diags: Diags::new(),
         }
-        if let Some(r) = op.result
-            && r.index() < nv
-        {
-            def[r.index()] = Some(i);
-        }
-        if op.kind == OpKind::Return {
-            for &o in &op.operands {
-                if o.index() < nv {
-                    returned[o.index()] = true;
+    }
+
+    fn nv(&self) -> usize {
+        self.f.values.len()
+    }
+
+    /// A value defined by op `d` and last read by op `u` is live on `[d, u]`.
+    fn value_lifetimes(&mut self) {
+        let nv = self.nv();
+        for (i, op) in self.f.body.iter().enumerate() {
+            for &o in op.operands.iter().filter(|o| o.index() < nv) {
+                self.last[o.index()] = Some(i);
+                if op.kind == OpKind::Return {
+                    self.returned[o.index()] = true;
                 }
             }
+            if let Some(r) = op.result.filter(|r| r.index() < nv) {
+                self.def[r.index()] = Some(i);
+            }
+        }
+        for p in self.f.params.iter().filter(|p| p.value.index() < nv) {
+            self.donated[p.value.index()] = p.attrs.contains_key(ATTR_DONATE);
         }
     }
-    // Fusion groups, derived here from the marks: a group is a maximal run of
-    // consecutive ops with equal `ck.fusion`; it runs as one step, so its
-    // values are defined at its first op and its operands read at its last.
-    let mut span: Vec<(usize, usize)> = (0..f.body.len()).map(|i| (i, i)).collect();
-    let mut i = 0;
-    while i < f.body.len() {
-        let id = f.body[i].int_attr(ATTR_FUSION);
-        let mut j = i;
-        while id.is_some() && j + 1 < f.body.len() && f.body[j + 1].int_attr(ATTR_FUSION) == id {
-            j += 1;
+
+    /// Fusion groups, derived here from the marks: a group is a maximal run
+    /// of consecutive ops with equal `ck.fusion`; it runs as one step, so its
+    /// values are defined at its first op and its operands read at its last.
+    /// Internal: defined in a group, read only inside it, not returned.
+    fn fusion_groups(&mut self) {
+        let (f, nv) = (self.f, self.nv());
+        let mut i = 0;
+        while i < f.body.len() {
+            let id = f.body[i].int_attr(ATTR_FUSION);
+            let mut j = i;
+            while id.is_some() && j + 1 < f.body.len() && f.body[j + 1].int_attr(ATTR_FUSION) == id {
+                j += 1;
+            }
+            self.span[i..=j].fill((i, j));
+            i = j + 1;
         }
-        for k in i..=j {
-            span[k] = (i, j);
+        for op in &f.body {
+            if let Some(r) = op.result.filter(|r| r.index() < nv && op.has_attr(ATTR_FUSION)) {
+                self.internal[r.index()] = !self.returned[r.index()];
+            }
         }
-        i = j + 1;
-    }
-    // Internal: defined in a group, read only inside it, not returned.
-    let mut internal = vec![false; nv];
-    for (i, op) in f.body.iter().enumerate() {
-        if let Some(r) = op.result
-            && r.index() < nv
-            && op.has_attr(ATTR_FUSION)
-        {
-            internal[r.index()] = !returned[r.index()];
-            let _ = i;
-        }
-    }
-    for (i, op) in f.body.iter().enumerate() {
-        for &o in &op.operands {
-            if o.index() < nv && internal[o.index()] && def[o.index()].is_some_and(|d| span[d] != span[i]) {
-                internal[o.index()] = false;
+        for (i, op) in f.body.iter().enumerate() {
+            for &o in op.operands.iter().filter(|o| o.index() < nv) {
+                if self.def[o.index()].is_some_and(|d| self.span[d] != self.span[i]) {
+                    self.internal[o.index()] = false;
+                }
+                let e = self.span[i].1;
+                self.klast[o.index()] = Some(self.klast[o.index()].map_or(e, |x| x.max(e)));
+            }
+            if let Some(r) = op.result.filter(|r| r.index() < nv) {
+                self.kdef[r.index()] = Some(self.span[i].0);
             }
         }
     }
-    let mut kdef: Vec<Option<usize>> = vec![None; nv];
-    let mut klast: Vec<Option<usize>> = vec![None; nv];
-    for (i, op) in f.body.iter().enumerate() {
-        for &o in &op.operands {
-            if o.index() < nv {
-                klast[o.index()] = Some(klast[o.index()].map_or(span[i].1, |x| x.max(span[i].1)));
+
+    /// Where an in-place write lands: the operand, or (through internal
+    /// values) the stored value or donated argument it inherits from; over
+    /// an internal value with no stored ancestor nothing is overwritten.
+    fn inplace_homes(&mut self) {
+        let (f, nv) = (self.f, self.nv());
+        for op in &f.body {
+            let (Some(r), Some(n)) = (op.result, op.int_attr(ATTR_INPLACE)) else { continue };
+            let Some(&o) = usize::try_from(n).ok().and_then(|n| op.operands.get(n)) else { continue };
+            if o.index() < nv && r.index() < nv && f.ty(o).byte_size() == f.ty(r).byte_size() {
+                self.home[r.index()] = if self.internal[o.index()] { self.home[o.index()] } else { Some(o) };
             }
-        }
-        if let Some(r) = op.result
-            && r.index() < nv
-        {
-            kdef[r.index()] = Some(span[i].0);
         }
     }
-    let donated: Vec<bool> = {
-        let mut d = vec![false; nv];
-        for p in &f.params {
-            if p.value.index() < nv && p.attrs.contains_key(ATTR_DONATE) {
-                d[p.value.index()] = true;
-            }
-        }
-        d
-    };
-    // Where an in-place write lands: the operand, or (through internal
-    // values) the stored value or donated argument it inherits from.
-    let mut home: Vec<Option<ValueId>> = vec![None; nv];
-    for op in &f.body {
-        let (Some(r), Some(n)) = (op.result, op.int_attr(ATTR_INPLACE)) else { continue };
-        let Some(&o) = usize::try_from(n).ok().and_then(|n| op.operands.get(n)) else { continue };
-        if o.index() < nv && r.index() < nv && f.ty(o).byte_size() == f.ty(r).byte_size() {
-            // Over an internal value with no stored ancestor: nothing is overwritten.
-            home[r.index()] = if internal[o.index()] { home[o.index()] } else { Some(o) };
-        }
+
+    fn in_arg(&self, v: ValueId) -> bool {
+        self.home[v.index()].is_some_and(|h| self.def[h.index()].is_none() && self.donated[h.index()])
     }
-    let in_arg = |v: ValueId| home[v.index()].is_some_and(|h| def[h.index()].is_none() && donated[h.index()]);
-    // 2. placement of each stored value.
-    let mut place: Vec<Option<(u64, u64)>> = vec![None; nv]; // (offset, size)
-    for op in &f.body {
-        let Some(r) = op.result else { continue };
-        if internal[r.index()] || in_arg(r) {
-            if op.has_attr(ATTR_OFFSET) {
-                let what = if internal[r.index()] { "internal to its fusion group" } else { "in a donated argument's buffer" };
-                diags.push(err(&op.loc, format!("%{} is {what} but has a '{ATTR_OFFSET}'", f.name_of(r))));
-            }
-            continue;
-        }
-        let name = f.name_of(r);
-        let Some(size) = f.ty(r).byte_size() else {
-            diags.push(err(&op.loc, format!("%{name} has an unknown size")));
-            continue;
-        };
-        let off = match op.int_attr(ATTR_OFFSET).map(u64::try_from) {
-            Some(Ok(o)) => o,
-            _ => {
-                diags.push(err(&op.loc, format!("%{name} has no valid '{ATTR_OFFSET}'")));
+
+    /// Every stored value has an aligned offset inside the arena; values
+    /// internal to a group or living in a donated argument have none.
+    fn placement(&mut self) {
+        let f = self.f;
+        for op in &f.body {
+            let Some(r) = op.result else { continue };
+            if self.internal[r.index()] || self.in_arg(r) {
+                if op.has_attr(ATTR_OFFSET) {
+                    let what = if self.internal[r.index()] { "internal to its fusion group" } else { "in a donated argument's buffer" };
+                    self.diags.push(err(&op.loc, format!("%{} is {what} but has a '{ATTR_OFFSET}'", f.name_of(r))));
+                }
                 continue;
             }
-        };
-        if off % align != 0 {
-            diags.push(err(&op.loc, format!("%{name} at offset {off} is not aligned to {align}")));
-        }
-        match off.checked_add(size) {
-            Some(end) if end <= arena => {}
-            _ => diags.push(err(&op.loc, format!("%{name} at [{off}, {off}+{size}) exceeds the arena of {arena} bytes"))),
-        }
-        place[r.index()] = Some((off, size));
-    }
-    // 3. in-place marks: `inplace_src[i]` = the operand op i may overwrite.
-    let mut inplace_src: Vec<Option<ValueId>> = vec![None; f.body.len()];
-    for (i, op) in f.body.iter().enumerate() {
-        let Some(n) = op.int_attr(ATTR_INPLACE) else { continue };
-        let (Some(r), Some(&o)) = (op.result, usize::try_from(n).ok().and_then(|n| op.operands.get(n))) else {
-            diags.push(err(&op.loc, format!("'{ATTR_INPLACE}' = {n} names no operand")));
-            continue;
-        };
-        let why = if !may_write_over_operand(op.kind) {
-            Some(format!("'ck.{}' cannot write over its operand", op.kind.name()))
-        } else if def[o.index()].is_none() && !donated[o.index()] {
-            Some(format!("operand %{} is a function argument not marked ck.donate", f.name_of(o)))
-        } else if !group_reads_stepwise(f, i, o, &span) {
-            Some(format!("its fusion group reads %{} (or a value computed from it) at other elements", f.name_of(o)))
-        } else if returned[o.index()] {
-            Some(format!("operand %{} is a function result", f.name_of(o)))
-        } else if last[o.index()] != Some(i) {
-            Some(format!("operand %{} is read again later", f.name_of(o)))
-        } else if f.ty(o).byte_size() != f.ty(r).byte_size() {
-            Some(format!("operand %{} has a different size", f.name_of(o)))
-        } else if !internal[r.index()]
-            && !in_arg(r)
-            && home[r.index()].is_some_and(|h| place[h.index()].map(|p| p.0) != place[r.index()].map(|p| p.0))
-        {
-            Some(format!("result %{} is not at the offset of operand %{}", f.name_of(r), f.name_of(o)))
-        } else {
-            None
-        };
-        match why {
-            Some(w) => diags.push(err(&op.loc, format!("illegal in-place: {w}"))),
-            None => inplace_src[i] = home[r.index()],
-        }
-    }
-    // 4. sweep: live values by offset, pairwise disjoint.
-    let mut ends: Vec<Vec<ValueId>> = vec![Vec::new(); f.body.len() + 1];
-    for (v, d) in kdef.iter().enumerate() {
-        if let Some(d) = *d {
-            let e = klast[v].unwrap_or(span[d].1).max(span[d].1);
-            ends[e].push(ValueId(v as u32));
-        }
-    }
-    let mut active: BTreeMap<u64, (u64, ValueId)> = BTreeMap::new(); // offset -> (end, value)
-    let remove = |active: &mut BTreeMap<u64, (u64, ValueId)>, v: ValueId, place: &[Option<(u64, u64)>]| {
-        if let Some((off, _)) = place[v.index()]
-            && active.get(&off).is_some_and(|&(_, w)| w == v)
-        {
-            active.remove(&off);
-        }
-    };
-    // Ops of a group all insert at the group's first op (kernel-level time).
-    let mut order: Vec<usize> = (0..f.body.len()).collect();
-    order.sort_by_key(|&i| (span[i].0, i));
-    let mut t = 0usize;
-    for i in order {
-        let op = &f.body[i];
-        while t < span[i].0 {
-            for &v in &ends[t] {
-                remove(&mut active, v, &place);
+            let name = f.name_of(r);
+            let Some(size) = f.ty(r).byte_size() else {
+                self.diags.push(err(&op.loc, format!("%{name} has an unknown size")));
+                continue;
+            };
+            let off = match op.int_attr(ATTR_OFFSET).map(u64::try_from) {
+                Some(Ok(o)) => o,
+                _ => {
+                    self.diags.push(err(&op.loc, format!("%{name} has no valid '{ATTR_OFFSET}'")));
+                    continue;
+                }
+            };
+            if off % self.align != 0 {
+                self.diags.push(err(&op.loc, format!("%{name} at offset {off} is not aligned to {}", self.align)));
             }
-            t += 1;
+            if off.checked_add(size).is_none_or(|end| end > self.arena) {
+                self.diags.push(err(&op.loc, format!("%{name} at [{off}, {off}+{size}) exceeds the arena of {} bytes", self.arena)));
+            }
+            self.place[r.index()] = Some((off, size));
         }
-        let Some(r) = op.result else { continue };
-        let Some((off, size)) = place[r.index()] else { continue };
-        if let Some(o) = inplace_src[i] {
-            remove(&mut active, o, &place);
-        }
-        if size == 0 {
-            continue;
-        }
-        let end = off + size;
-        let clash = active
-            .range(..=off)
-            .next_back()
-            .filter(|(_, (e, _))| *e > off)
-            .or_else(|| active.range(off..end).next())
-            .map(|(&s, &(e, v))| (s, e, v));
-        if let Some((s, e, v)) = clash {
-            let vd = kdef[v.index()].unwrap_or(0);
-            let vl = klast[v.index()].unwrap_or(vd).max(vd);
-            let d = err(
-                &op.loc,
-                format!(
-                    "%{} (live at ops {i}..={}) at bytes [{off}, {end}) overlaps %{} (live at ops {vd}..={vl}) at bytes [{s}, {e})",
-                    f.name_of(r),
-                    klast[r.index()].unwrap_or(i).max(i),
-                    f.name_of(v)
-                ),
-            )
-            .with_note(Diag::note(f.body[vd].loc.clone(), format!("%{} is defined here", f.name_of(v))));
-            diags.push(d);
-            continue;
-        }
-        active.insert(off, (end, r));
     }
-    diags.into_result()
+
+    /// Every `ck.inplace` mark is legal, and the result sits where the
+    /// overwritten value does.
+    fn inplace_legality(&mut self) {
+        let f = self.f;
+        for (i, op) in f.body.iter().enumerate() {
+            let Some(n) = op.int_attr(ATTR_INPLACE) else { continue };
+            let (Some(r), Some(&o)) = (op.result, usize::try_from(n).ok().and_then(|n| op.operands.get(n))) else {
+                self.diags.push(err(&op.loc, format!("'{ATTR_INPLACE}' = {n} names no operand")));
+                continue;
+            };
+            let moved = !self.internal[r.index()]
+                && !self.in_arg(r)
+                && self.home[r.index()].is_some_and(|h| self.place[h.index()].map(|p| p.0) != self.place[r.index()].map(|p| p.0));
+            let why = if !may_write_over_operand(op.kind) {
+                Some(format!("'ck.{}' cannot write over its operand", op.kind.name()))
+            } else if self.def[o.index()].is_none() && !self.donated[o.index()] {
+                Some(format!("operand %{} is a function argument not marked ck.donate", f.name_of(o)))
+            } else if !group_reads_stepwise(f, i, o, &self.span) {
+                Some(format!("its fusion group reads %{} (or a value computed from it) at other elements", f.name_of(o)))
+            } else if self.returned[o.index()] {
+                Some(format!("operand %{} is a function result", f.name_of(o)))
+            } else if self.last[o.index()] != Some(i) {
+                Some(format!("operand %{} is read again later", f.name_of(o)))
+            } else if f.ty(o).byte_size() != f.ty(r).byte_size() {
+                Some(format!("operand %{} has a different size", f.name_of(o)))
+            } else if moved {
+                Some(format!("result %{} is not at the offset of operand %{}", f.name_of(r), f.name_of(o)))
+            } else {
+                None
+            };
+            match why {
+                Some(w) => self.diags.push(err(&op.loc, format!("illegal in-place: {w}"))),
+                None => self.inplace_src[i] = self.home[r.index()],
+            }
+        }
+    }
+
+    /// A sweep over the schedule (kernel steps) with the live values kept by
+    /// offset: they must be pairwise disjoint (checked on insertion, so a new
+    /// value is compared with its two neighbours), except a legal in-place
+    /// result and the value it overwrites.
+    fn overlap_sweep(&mut self) {
+        let f = self.f;
+        let mut ends: Vec<Vec<ValueId>> = vec![Vec::new(); f.body.len() + 1];
+        for (v, d) in self.kdef.iter().enumerate() {
+            if let Some(d) = *d {
+                let e = self.klast[v].unwrap_or(self.span[d].1).max(self.span[d].1);
+                ends[e].push(ValueId(v as u32));
+            }
+        }
+        let mut active: BTreeMap<u64, (u64, ValueId)> = BTreeMap::new(); // offset -> (end, value)
+        let place = &self.place;
+        let remove = |active: &mut BTreeMap<u64, (u64, ValueId)>, v: ValueId| {
+            if let Some((off, _)) = place[v.index()]
+                && active.get(&off).is_some_and(|&(_, w)| w == v)
+            {
+                active.remove(&off);
+            }
+        };
+        // Ops of a group all insert at the group's first op (kernel-level time).
+        let mut order: Vec<usize> = (0..f.body.len()).collect();
+        order.sort_by_key(|&i| (self.span[i].0, i));
+        let mut t = 0usize;
+        for i in order {
+            let op = &f.body[i];
+            while t < self.span[i].0 {
+                for &v in &ends[t] {
+                    remove(&mut active, v);
+                }
+                t += 1;
+            }
+            let Some(r) = op.result else { continue };
+            let Some((off, size)) = place[r.index()] else { continue };
+            if let Some(o) = self.inplace_src[i] {
+                remove(&mut active, o);
+            }
+            if size == 0 {
+                continue;
+            }
+            let end = off + size;
+            let clash = active
+                .range(..=off)
+                .next_back()
+                .filter(|(_, (e, _))| *e > off)
+                .or_else(|| active.range(off..end).next())
+                .map(|(&s, &(e, v))| (s, e, v));
+            if let Some((s, e, v)) = clash {
+                let vd = self.kdef[v.index()].unwrap_or(0);
+                let vl = self.klast[v.index()].unwrap_or(vd).max(vd);
+                let d = err(
+                    &op.loc,
+                    format!(
+                        "%{} (live at ops {i}..={}) at bytes [{off}, {end}) overlaps %{} (live at ops {vd}..={vl}) at bytes [{s}, {e})",
+                        f.name_of(r),
+                        self.klast[r.index()].unwrap_or(i).max(i),
+                        f.name_of(v)
+                    ),
+                )
+                .with_note(Diag::note(f.body[vd].loc.clone(), format!("%{} is defined here", f.name_of(v))));
+                self.diags.push(d);
+                continue;
+            }
+            active.insert(off, (end, r));
+        }
+    }
 }
 
 /// Whether the fusion group of op `i` reads `o`, and every value it computes

@@ -110,6 +110,46 @@ mod compile {
         CudaModule::new(Arc::new(dev), bundle).map_err(|m| Diag::error(loc, m))
     }
 
+    /// Compiles `func` for `backend` without allocating or running anything:
+    /// the report's `compile_ms`, `arena_bytes`, `workspace_bytes` and kernel
+    /// counts (`ckopt-run --compile-only`). cpu: the step program and the JIT
+    /// of its distinct kernels; cuda: the bundle with its PTX (no device
+    /// needed; for `opts.sm`).
+    pub fn compile_report(func: &Func, backend: Backend, opts: &CudaOptions) -> Result<Report, Diag> {
+        let kernel_steps = |p: &ckopt_kernels::StepProgram| p.steps.iter().filter(|s| matches!(s, ckopt_kernels::Step::Kernel { .. })).count();
+        match backend {
+            Backend::Cpu => {
+                let m = CpuModule::compile(&[func])?;
+                let p = m.programs.first().ok_or_else(|| Diag::error(func.loc.clone(), "no program"))?;
+                Ok(Report {
+                    backend: "cpu".into(),
+                    function: func.name.clone(),
+                    arena_bytes: p.arena_bytes,
+                    workspace_bytes: p.workspace_bytes,
+                    compile_ms: m.compile_ms,
+                    kernels: Some(kernel_steps(p)),
+                    distinct_kernels: Some(m.cache.len()),
+                    ..Default::default()
+                })
+            }
+            Backend::Cuda => {
+                let t = std::time::Instant::now();
+                let b = ckopt_lower::compile_bundle(&[func], opts)?;
+                let p = b.programs.first().ok_or_else(|| Diag::error(func.loc.clone(), "no program"))?;
+                Ok(Report {
+                    backend: "cuda".into(),
+                    function: func.name.clone(),
+                    arena_bytes: p.arena_bytes,
+                    workspace_bytes: p.workspace_bytes + b.kernels.iter().map(|k| k.scratch_bytes).max().unwrap_or(0),
+                    compile_ms: t.elapsed().as_secs_f64() * 1e3,
+                    kernels: Some(kernel_steps(p)),
+                    distinct_kernels: Some(b.kernels.len()),
+                    ..Default::default()
+                })
+            }
+        }
+    }
+
     /// Compiles and runs one step (the `ckopt-run --backend cpu|cuda` path).
     pub fn run_once(func: &Func, backend: Backend, inputs: &[Tensor], opts: &CudaOptions) -> Result<(Vec<Tensor>, Report), Diag> {
         let (out, rep, _) = run_repeated(func, backend, inputs, opts, 1)?;
@@ -141,7 +181,7 @@ mod compile {
 }
 
 #[cfg(feature = "lower")]
-pub use compile::{emulated_module, run_once, run_repeated};
+pub use compile::{compile_report, emulated_module, run_once, run_repeated};
 
 fn diag(m: String) -> ckopt_ir::Diag {
     ckopt_ir::Diag::error(Default::default(), m)

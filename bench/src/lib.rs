@@ -1,1 +1,0 @@
-//! ckopt-bench: benchmark drivers.
