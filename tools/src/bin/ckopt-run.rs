@@ -41,7 +41,9 @@
 //! `peak_bytes` is the arena size; the report adds `arena`, `arena_bytes`.
 //!
 //! Backends: `interp` (the reference interpreter); `cpu` (MLIR/LLVM JIT)
-//! and `cuda` (NVPTX through cudarc) when built with the `lower` feature
+//! and `cuda` (a cuda bundle compiled in memory, run by ckopt-exec's runtime:
+//! PTX kernels and cuBLAS through the CUDA driver; `--tf32` for TF32 GEMMs)
+//! when built with the `lower` feature
 //! (`make build`), else a clear error, exit 1. On cpu/cuda a function
 //! without memplan's `ck.offset`/`ck.arena_bytes` is planned with
 //! `fuse,memplan` first (checked by the memplan checker); the report then
@@ -74,7 +76,7 @@ enum Backend {
     Interp,
     /// Lowered native code through MLIR/LLVM JIT (needs the `lower` feature).
     Cpu,
-    /// Lowered NVPTX on a CUDA GPU through cudarc (needs the `lower` feature).
+    /// A cuda bundle (PTX kernels, cuBLAS) compiled in memory and run on the GPU (needs the `lower` feature).
     Cuda,
 }
 
