@@ -86,7 +86,11 @@ fn bundle_err(e: ckopt_kernels::BundleError) -> ToolError {
 fn load(cli: &Cli, bundle: Bundle) -> Result<Arc<CudaModule>, ToolError> {
     let dev = ckopt_runtime::cuda::open_device().map_err(|m| ToolError::msg(format!("cuda backend: {m}")))?;
     let opts = RunOptions { tf32: cli.tf32, ..Default::default() };
-    ckopt_runtime::cuda::load_bundle(dev, bundle, &opts).map_err(|m| ToolError::msg(format!("cuda backend: {m}")))
+    let m = ckopt_runtime::cuda::load_bundle(dev, bundle, &opts).map_err(|m| ToolError::msg(format!("cuda backend: {m}")))?;
+    if let Some(e) = m.dev.gemm_load_error() {
+        eprintln!("ckopt-exec: note: {e}; GEMMs run on the fallback kernel ck_lib_gemm");
+    }
+    Ok(m)
 }
 
 /// The inputs for `f` (a signature) and where they came from.

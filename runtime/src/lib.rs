@@ -86,6 +86,9 @@ mod compile {
         let compile_ms = t.elapsed().as_secs_f64() * 1e3;
         let run = RunOptions { tf32: opts.tf32, ..Default::default() };
         let module = cuda::load_bundle(dev, bundle, &run).map_err(|m| err(func, format!("cuda backend: {m}")))?;
+        if let Some(e) = module.dev.gemm_load_error() {
+            eprintln!("note: cuda backend: {e}; GEMMs run on the fallback kernel ck_lib_gemm");
+        }
         let mut e = CudaExecutor::new(module, &func.name).map_err(|m| err(func, format!("cuda backend: {m}")))?;
         e.set_compile_ms(compile_ms);
         Ok(Executor::Cuda(Box::new(e)))

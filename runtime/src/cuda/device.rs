@@ -58,6 +58,11 @@ pub trait Device: Send + Sync {
     fn gemm(&self, g: &GemmCall) -> Result<bool, String>;
     /// Which GEMM library runs the GEMMs (or why the fallback kernel does).
     fn gemm_library(&self) -> String;
+    /// Why the GEMM library was wanted but could not be loaded (the tools
+    /// print it as a note; `None` when it loaded or was turned off).
+    fn gemm_load_error(&self) -> Option<String> {
+        None
+    }
     /// Marks the start of a step (a CUDA event).
     fn start_timer(&self) -> Result<(), String>;
     /// Marks its end, waits for it, and returns the milliseconds between the marks.

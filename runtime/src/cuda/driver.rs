@@ -135,6 +135,7 @@ pub struct CudaDevice {
     sm: u32,
     driver: i32,
     blas: Result<Cublas, String>,
+    blas_tried: bool,
 }
 
 // SAFETY: driver handles may be used from any thread once the context is
@@ -176,6 +177,7 @@ impl CudaDevice {
                 sm: (major * 10 + minor) as u32,
                 driver,
                 blas: Err("cuBLAS turned off by CKOPT_NO_CUBLAS".into()),
+                blas_tried: false,
             })
         }
     }
@@ -225,6 +227,7 @@ impl CudaDevice {
         if self.current().is_err() {
             return;
         }
+        self.blas_tried = true;
         self.blas = Cublas::load(tf32);
     }
 
@@ -354,6 +357,12 @@ impl Device for CudaDevice {
         match &self.blas {
             Ok(b) => b.describe(),
             Err(e) => format!("fallback GEMM kernel ({e})"),
+        }
+    }
+    fn gemm_load_error(&self) -> Option<String> {
+        match &self.blas {
+            Err(e) if self.blas_tried => Some(e.clone()),
+            _ => None,
         }
     }
     fn start_timer(&self) -> Result<(), String> {
