@@ -19,7 +19,7 @@ pub const MAX_FOLD_ELEMENTS: u64 = 1 << 24;
 const FOLDABLE: &[&str] = &[
     "Constant", "Identity", "Cast", "Shape", "Size", "Gather", "Unsqueeze", "Squeeze", "Concat", "Reshape", "Slice",
     "Add", "Sub", "Mul", "Div", "Neg", "Equal", "Where", "Range", "ConstantOfShape", "Expand", "Transpose", "Sqrt",
-    "Relu", "Exp", "Flatten",
+    "Relu", "Exp", "Flatten", "Mod",
 ];
 
 /// Whether `eval` evaluates this op type.
@@ -311,6 +311,19 @@ pub fn eval(op: &str, a: &NodeAttrs<'_>, ins: &[Option<&CTensor>], _opset: i64, 
         "Sub" => one(binary(x()?, need(ins, 1)?, i64::checked_sub, |p, q| p - q)?),
         "Mul" => one(binary(x()?, need(ins, 1)?, i64::checked_mul, |p, q| p * q)?),
         "Div" => one(binary(x()?, need(ins, 1)?, i64::checked_div, |p, q| p / q)?),
+        "Mod" => {
+            // fmod=0: the sign follows the divisor (Python's %); fmod=1: C's fmod.
+            let fmod = a.int("fmod", 0) != 0;
+            let int_mod = move |p: i64, q: i64| -> Option<i64> {
+                let r = p.checked_rem(q)?;
+                Some(if !fmod && r != 0 && (r < 0) != (q < 0) { r + q } else { r })
+            };
+            let flt = move |p: f32, q: f32| {
+                let r = p % q;
+                if !fmod && r != 0.0 && (r < 0.0) != (q < 0.0) { r + q } else { r }
+            };
+            one(binary(x()?, need(ins, 1)?, int_mod, flt)?)
+        }
         "Equal" => {
             let r = binary(x()?, need(ins, 1)?, |p, q| Some(i64::from(p == q)), |p, q| if p == q { 1.0 } else { 0.0 })?;
             one(CTensor::i64(r.shape.clone(), r.as_i64()))
