@@ -33,19 +33,20 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
     let mut runs = Vec::new();
     for remat in ["none", "sqrt"] {
         let mut m = base.clone();
-        let opts = Options { remat: remat.into(), ..Default::default() };
+        let opts = Options { inplace: true, sgd: Some(lr), fuse: true, remat: remat.into(), ..Default::default() };
         optimize(&mut m, &opts.pipeline())?;
-        let rep = memory_report(&m).into_iter().find(|r| r.function == "resmlp_grad").ok_or("no @resmlp_grad")?;
+        let rep = memory_report(&m).into_iter().find(|r| r.function == "resmlp_step").ok_or("no @resmlp_step")?;
         let mut t = Trainer::new(&m, "resmlp", target, lr)?;
-        let mut params = t.compiled().random_inputs(0)?;
+        let params = t.random_inputs(0)?;
+        t.load(&params)?;
         let mut losses = Vec::new();
         let mut ms = 0.0;
         for _ in 0..steps {
-            losses.push(t.step(&mut params)?);
-            ms += t.compiled().report().map(|r| r.step_ms).unwrap_or(0.0);
+            losses.push(t.step()?);
+            ms += t.report().map(|r| r.step_ms).unwrap_or(0.0);
         }
         println!(
-            "  remat={remat:<4} pipeline {:<36} arena {:>9} B  temp peak {:>9} B  recomputed ops {:>3}  {:.2} ms/step",
+            "  remat={remat:<4} pipeline {:<52} arena {:>9} B  temp peak {:>9} B  recomputed ops {:>3}  {:.2} ms/step",
             opts.pipeline(),
             rep.arena_bytes.unwrap_or(0),
             rep.temp_peak_bytes,

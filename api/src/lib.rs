@@ -1,5 +1,5 @@
 //! ckopt: the embedding API for other frontends (a thin facade over the
-//! workspace's crates; no logic of its own beyond wiring).
+//! workspace's crates: the logic lives in them, this crate wires it).
 //!
 //! 1. Get a module: `parse` ck IR text, `model` a benchmark model, or build
 //!    one with `Func::push` (re-exported IR types).
@@ -7,9 +7,11 @@
 //!    memplan) gives a pipeline string; `optimize` runs any pipeline.
 //! 3. `memory_report` reads SPEC §4's numbers for every function.
 //! 4. `compile` a function for `Target::Interp | Cpu | Cuda` (cpu/cuda plan
-//!    it with memplan if needed) and `Compiled::run` it on `Tensor`s;
+//!    it with `fuse,memplan` if needed) and `Compiled::run` it on `Tensor`s;
 //!    `Compiled::report` gives the measured step time and arena.
-//! 5. `Trainer` runs SGD steps of a model through its `@NAME_grad`.
+//! 5. `Trainer` runs SGD steps of a model through its step function
+//!    `@NAME_step` (parameters resident on the backend), with the training
+//!    driver of `ckopt-run --train` (`ckopt_passes::train`).
 //! 6. `import_onnx` turns an ONNX model into a module plus its parameter
 //!    values (`Params`, in `{ck.param}` argument order), `params_tensors`
 //!    makes them `Tensor`s; `read_params`/`write_params` are safetensors.
@@ -105,8 +107,12 @@ pub fn model(kind: ModelKind, opts: &GenOptions) -> Result<Module, Error> {
 pub struct Options {
     /// Add `@NAME_grad` for every function returning a scalar loss first.
     pub autodiff: bool,
-    /// Run the in-place pass (when it is registered).
+    /// Run the in-place pass.
     pub inplace: bool,
+    /// Add `@NAME_step` with SGD at this learning rate (the `sgd` pass).
+    pub sgd: Option<f32>,
+    /// Fuse ops into kernels (the `fuse` pass).
+    pub fuse: bool,
     /// Remat mode: `none`, `sqrt`, `greedy`, `log`, `optimal`.
     pub remat: String,
     /// Memory budget for remat in bytes (`temp_peak_bytes` limit).
@@ -117,7 +123,7 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Options { autodiff: true, inplace: false, remat: "none".into(), budget: None, memplan: true }
+        Options { autodiff: true, inplace: false, sgd: None, fuse: false, remat: "none".into(), budget: None, memplan: true }
     }
 }
 
@@ -130,6 +136,12 @@ impl Options {
         }
         if self.inplace {
             p.push("inplace".to_string());
+        }
+        if let Some(lr) = self.sgd {
+            p.push(format!("sgd{{lr={lr}}}"));
+        }
+        if self.fuse {
+            p.push("fuse".to_string());
         }
         if self.remat != "none" {
             match self.budget {
@@ -195,9 +207,9 @@ pub fn compile_with(module: &Module, func: &str, target: Target, ptx: &PtxOption
     let exec = match backend {
         None => None,
         Some(b) => {
-            if !ckopt_lower::is_planned(f) {
-                ckopt_passes::memplan::memplan_func(f, ckopt_passes::memplan::DEFAULT_ALIGN)?;
-            }
+            let name = f.name.clone();
+            ckopt_passes::train::plan_if_needed(&mut module, &name, "fuse,memplan")?;
+            let f = module.func(&name).ok_or_else(|| msg(format!("no function @{name}")))?;
             Some(ckopt_runtime::Executor::new(f, b, ptx)?)
         }
     };
@@ -246,55 +258,105 @@ impl Compiled {
     }
 }
 
-/// SGD on the `{ck.param}` arguments of a model through its gradient
-/// function `@NAME_grad` (made by the `autodiff` pass), which returns the
-/// loss and one gradient per trainable argument.
+/// Training a model with the step function `@NAME_step` of the `sgd` pass
+/// (built here from `@NAME_grad`, itself built by autodiff when missing, if
+/// the module has none). On cpu/cuda the arguments stay resident in the
+/// backend: parameters are updated in place by the step and only the loss
+/// comes back per step. The driver is `ckopt_passes::train`, the same as
+/// `ckopt-run --train`.
 pub struct Trainer {
-    step_fn: Compiled,
-    params: Vec<usize>,
+    exec: Box<dyn ckopt_interp::StepExec>,
+    sig: ckopt_passes::train::StepSig,
+    step_fn: Func,
+    n_args: usize,
     lr: f32,
+    steps: usize,
+    report: Option<RunReport>,
 }
 
 impl Trainer {
-    /// `module` holds `@model` and `@model_grad`, already optimized as wanted.
+    /// Prepares `@model_step` in a copy of `module` (already optimized as
+    /// wanted: remat, fuse, memplan; an unplanned step function is planned
+    /// with `inplace,fuse,memplan` for cpu/cuda) with SGD at `lr`, and
+    /// compiles it for `target`. Load the arguments with `load` before `step`.
     pub fn new(module: &Module, model: &str, target: Target, lr: f32) -> Result<Trainer, Error> {
-        let f = module.func(model).ok_or_else(|| msg(format!("no function @{model} in the module")))?;
-        let params = f.trainable_indices();
-        let grad = format!("{model}_grad");
-        let g = module.func(&grad).ok_or_else(|| msg(format!("no gradient function @{grad}: run the autodiff pass first")))?;
-        if g.result_types.len() != 1 + params.len() || g.params.len() != f.params.len() {
-            return Err(msg(format!(
-                "@{grad} returns {} values for {} trainable arguments; expected the loss and one gradient each",
-                g.result_types.len(),
-                params.len()
-            )));
+        let mut m = module.clone();
+        let sig = ckopt_passes::train::prepare(&mut m, model, &ckopt_passes::sgd::SgdOptions { lr, ..Default::default() })?;
+        let n_args = m.func(&sig.loss_func).map(|f| f.params.len()).unwrap_or(0);
+        let backend = match target {
+            Target::Interp => None,
+            Target::Cpu => Some(ckopt_runtime::Backend::Cpu),
+            Target::Cuda => Some(ckopt_runtime::Backend::Cuda),
+        };
+        if backend.is_some() {
+            ckopt_passes::train::plan_if_needed(&mut m, &sig.step_func, "inplace,fuse,memplan")?;
         }
-        for (k, &i) in params.iter().enumerate() {
-            if g.result_types[1 + k] != *f.ty(f.params[i].value) {
-                return Err(msg(format!("gradient {k} of @{grad} does not have the type of argument {i}")));
-            }
-        }
-        Ok(Trainer { step_fn: compile(module, &grad, target)?, params, lr })
+        let step_fn = m.func(&sig.step_func).cloned().ok_or_else(|| msg(format!("no @{}", sig.step_func)))?;
+        let zeros: Vec<Tensor> = step_fn.params.iter().map(|p| Tensor::zeros(&shape(step_fn.ty(p.value)))).collect();
+        let exec: Box<dyn ckopt_interp::StepExec> = match backend {
+            None => Box::new(ckopt_interp::InterpExec::new(m, &sig.step_func, zeros)?),
+            Some(b) => Box::new(ckopt_runtime::Executor::new(&step_fn, b, &PtxOptions::default())?),
+        };
+        Ok(Trainer { exec, sig, step_fn, n_args, lr, steps: 0, report: None })
     }
 
-    /// One SGD step: returns the loss at the current parameters and updates
-    /// `args[p] -= lr * grad` for each trainable argument.
-    pub fn step(&mut self, args: &mut [Tensor]) -> Result<f32, Error> {
-        let out = self.step_fn.run(args)?;
-        let loss = out.first().and_then(|t| t.data.first().copied()).ok_or_else(|| msg("the gradient function returned no loss"))?;
-        for (k, &i) in self.params.iter().enumerate() {
-            let (p, g) = (&mut args[i], &out[1 + k]);
-            for (w, d) in p.data.iter_mut().zip(&g.data) {
-                *w -= self.lr * d;
-            }
+    /// Loads the model's arguments (inputs and initial parameters, in the
+    /// order of `@model`'s arguments); optimizer state starts at zero.
+    pub fn load(&mut self, args: &[Tensor]) -> Result<(), Error> {
+        if args.len() != self.n_args {
+            return Err(msg(format!("@{} takes {} arguments, {} given", self.sig.loss_func, self.n_args, args.len())));
         }
+        for (i, t) in ckopt_passes::train::initial_args(&self.step_fn, &self.sig, args).iter().enumerate() {
+            self.exec.set_arg(i, t)?;
+        }
+        Ok(())
+    }
+
+    /// One SGD step: returns the loss at the current parameters, then the
+    /// parameters are updated where they live.
+    pub fn step(&mut self) -> Result<f32, Error> {
+        self.steps += 1;
+        let t = std::time::Instant::now();
+        let loss = ckopt_passes::train::step_once(self.exec.as_mut(), &self.sig, self.steps, self.lr)?;
+        self.report = Some(RunReport {
+            function: self.sig.step_func.clone(),
+            step_ms: t.elapsed().as_secs_f64() * 1e3,
+            steps: self.steps as u64,
+            arena_allocated_bytes: self.exec.peak_bytes(),
+            ..Default::default()
+        });
         Ok(loss)
     }
 
-    /// The compiled gradient function (its report and memory report).
-    pub fn compiled(&self) -> &Compiled {
+    /// The model's arguments now (parameters as trained so far).
+    pub fn args(&self) -> Vec<Tensor> {
+        (0..self.n_args).filter_map(|i| self.exec.arg(i)).collect()
+    }
+
+    /// Deterministic arguments for the model (`ckopt-run --seed`).
+    pub fn random_inputs(&self, seed: u64) -> Result<Vec<Tensor>, Error> {
+        let all = ckopt_interp::try_random_inputs(&self.step_fn, seed)?;
+        Ok(all.into_iter().take(self.n_args).collect())
+    }
+
+    /// The step function as compiled (planned for cpu/cuda).
+    pub fn step_function(&self) -> &Func {
         &self.step_fn
     }
+
+    /// What the last step measured (step time; arena bytes on cpu).
+    pub fn report(&self) -> Option<RunReport> {
+        self.report.clone()
+    }
+
+    /// SPEC-style memory report of the step function.
+    pub fn memory_report(&self) -> MemoryReport {
+        ckopt_passes::analysis::report::memory_report(&self.step_fn)
+    }
+}
+
+fn shape(t: &TensorType) -> Vec<usize> {
+    t.shape.iter().map(|&d| d as usize).collect()
 }
 
 #[cfg(test)]

@@ -116,16 +116,18 @@ fn sgd_losses_with_sqrt_remat_equal_the_no_remat_run_step_for_step() {
     let mut losses = Vec::new();
     for remat in ["none", "sqrt"] {
         let mut m = base.clone();
-        optimize(&mut m, &Options { remat: remat.into(), ..Default::default() }.pipeline()).unwrap();
+        let opts = Options { inplace: true, sgd: Some(0.05), fuse: true, remat: remat.into(), ..Default::default() };
+        optimize(&mut m, &opts.pipeline()).unwrap();
         let mut t = Trainer::new(&m, "resmlp", Target::Cpu, 0.05).unwrap();
-        let mut args = t.compiled().random_inputs(1).unwrap();
-        let l: Vec<f32> = (0..4).map(|_| t.step(&mut args).unwrap()).collect();
+        let args = t.random_inputs(1).unwrap();
+        t.load(&args).unwrap();
+        let l: Vec<f32> = (0..4).map(|_| t.step().unwrap()).collect();
+        assert_ne!(t.args()[2], args[2], "the first weight was trained");
         losses.push(l);
     }
     assert!(losses[0][3] < losses[0][0], "training lowers the loss: {:?}", losses[0]);
-    for (a, b) in losses[0].iter().zip(&losses[1]) {
-        assert!((a - b).abs() <= 1e-5 * a.abs().max(1.0), "{:?} vs {:?}", losses[0], losses[1]);
-    }
+    // Recomputation repeats the same kernels: the cpu losses are the same bits.
+    assert_eq!(losses[0], losses[1]);
 }
 
 #[test]

@@ -4,9 +4,12 @@
 //! plan corrupts the results instead of going unnoticed.
 //!
 //! Entry: a module whose function carries `ck.arena_bytes` and a `ck.offset`
-//! on every op result (the output of `memplan`); f32 values only (other
-//! dtypes are an error: the interpreter computes in f32). Arguments live
-//! outside the arena, as the caller's buffers.
+//! on every stored op result (the output of `memplan`); f32 values only
+//! (other dtypes are an error: the interpreter computes in f32). Arguments
+//! live outside the arena, as the caller's buffers (copies here); a value
+//! written in place into a `{ck.donate}` argument is written into that
+//! buffer. Values internal to a fusion group (`ck.fusion`) have no storage
+//! and are kept aside, as a fused kernel keeps them in registers.
 //! Semantics per op: read the operands out of the arena (or the arguments),
 //! evaluate with the reference kernels (`eval_op`), write the result at its
 //! offset. A sound plan therefore gives results bit-identical to `run_func`.
@@ -25,11 +28,13 @@ pub fn run_func_in_arena(module: &Module, func: &str, inputs: &[Tensor]) -> Resu
     run_body(prepare(module, func, inputs)?, inputs)
 }
 
-/// Where a value lives: an argument index, or (element offset, element count) in the arena.
+/// Where a value lives: an argument buffer, (element offset, element count)
+/// in the arena, or nowhere (internal to a fusion group: kept aside).
 #[derive(Clone, Copy)]
 enum Home {
     Arg(usize),
     Arena(usize, usize),
+    Internal,
 }
 
 fn run_body(f: &Func, inputs: &[Tensor]) -> Result<(Vec<Tensor>, u64), Diag> {
@@ -48,21 +53,29 @@ fn run_body(f: &Func, inputs: &[Tensor]) -> Result<(Vec<Tensor>, u64), Diag> {
         return Err(Diag::error(f.loc.clone(), format!("arena of {arena_bytes} bytes is larger than the interpreter allows")));
     }
     let mut arena = vec![f32::NAN; arena_bytes.div_ceil(4) as usize];
+    // Argument buffers are the caller's; donated ones may be written in place.
+    let mut bufs: Vec<Tensor> = inputs.to_vec();
     let mut home: Vec<Option<Home>> = vec![None; f.values.len()];
+    let mut param_of = vec![None; f.values.len()];
     for (i, p) in f.params.iter().enumerate() {
         home[p.value.index()] = Some(Home::Arg(i));
+        param_of[p.value.index()] = Some(i);
     }
-    let read = |home: &[Option<Home>], arena: &[f32], v: ValueId| -> Option<Tensor> {
+    let fusion = ckopt_ir::fusion::analyze(f);
+    let roots = ckopt_ir::fusion::buffer_roots(f);
+    let mut internal: Vec<Option<Tensor>> = vec![None; f.values.len()];
+    let read = |home: &[Option<Home>], arena: &[f32], bufs: &[Tensor], internal: &[Option<Tensor>], v: ValueId| -> Option<Tensor> {
         let shape: Vec<usize> = f.ty(v).shape.iter().map(|&d| d as usize).collect();
         match home[v.index()]? {
-            Home::Arg(i) => inputs.get(i).cloned(),
+            Home::Arg(i) => bufs.get(i).map(|t| Tensor { shape, data: t.data.clone() }),
             Home::Arena(off, n) => Some(Tensor { shape, data: arena.get(off..off + n)?.to_vec() }),
+            Home::Internal => internal[v.index()].clone(),
         }
     };
     for op in &f.body {
         let mut args = Vec::with_capacity(op.operands.len());
         for &v in &op.operands {
-            args.push(read(&home, &arena, v).ok_or_else(|| {
+            args.push(read(&home, &arena, &bufs, &internal, v).ok_or_else(|| {
                 Diag::error(op.loc.clone(), format!("internal: value %{} is not available", f.name_of(v)))
             })?);
         }
@@ -73,6 +86,23 @@ fn run_body(f: &Func, inputs: &[Tensor]) -> Result<(Vec<Tensor>, u64), Diag> {
         let ty = f.ty(r);
         if ty.dtype != DType::F32 {
             return Err(Diag::error(op.loc.clone(), format!("the arena interpreter runs f32 only, got {ty}")));
+        }
+        if !fusion.materialized(r) {
+            let refs: Vec<&Tensor> = args.iter().collect();
+            internal[r.index()] = Some(eval_op(op, f, &refs)?);
+            home[r.index()] = Some(Home::Internal);
+            continue;
+        }
+        if let Some(i) = param_of[roots[r.index()].index()] {
+            // Written in place into a donated argument's buffer.
+            let refs: Vec<&Tensor> = args.iter().collect();
+            let out = eval_op(op, f, &refs)?;
+            if out.data.len() != bufs[i].data.len() {
+                return Err(Diag::error(op.loc.clone(), "internal: in-place result has the wrong size"));
+            }
+            bufs[i].data.copy_from_slice(&out.data);
+            home[r.index()] = Some(Home::Arg(i));
+            continue;
         }
         let off = op.int_attr(ATTR_OFFSET).and_then(|o| u64::try_from(o).ok()).ok_or_else(|| {
             Diag::error(op.loc.clone(), format!("%{} has no '{ATTR_OFFSET}': the function was not planned", f.name_of(r)))

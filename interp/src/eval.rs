@@ -29,12 +29,14 @@
 //!   routes each window's gradient to the FIRST maximal element of the window
 //!   in row-major order; `avg_pool2d_grad(dy)` spreads `dy / (kh*kw)` over the
 //!   window; overlapping windows accumulate.
-//! - `dropout {rate, seed}`: `y[i] = keep(i) ? x[i] / (1 - rate) : 0` with
-//!   `keep = random::dropout_keep(seed, i, rate)`, i the flat row-major index.
+//! - `dropout {rate, seed}` (optional rank-0 step key operand):
+//!   `y[i] = keep(i) ? x[i] / (1 - rate) : 0` with
+//!   `keep = dropout_keep_key(dropout_key(seed, step), i, rate)`, i the flat
+//!   row-major index (`ckopt_ir::random`).
 //!
 //! Complexity: each kernel is O(elements of its iteration space).
 
-use crate::random::dropout_keep;
+use crate::random::{dropout_key, dropout_keep_key};
 use crate::tensor::{Tensor, for_each_index, num_elements, shape_of, strides};
 use ckopt_ir::ops::{attr_bool, conv_params, pool_params};
 use ckopt_ir::{Attr, Attrs, Diag, Func, Op, OpKind, TensorType, infer_type};
@@ -94,7 +96,10 @@ pub fn eval_kind(kind: OpKind, attrs: &Attrs, inputs: &[&Tensor], result: &Tenso
         Fill => Tensor::full(&out_shape, f32_attr(attrs, "value")),
         // infer_type checked that the element count matches the shape.
         Constant => Tensor { shape: out_shape, data: attrs.get("value").and_then(Attr::as_dense).map(|(_, d)| d.to_vec()).unwrap_or_default() },
-        Dropout => dropout(x(), f32_attr(attrs, "rate"), int_attr(attrs, "seed")),
+        Dropout => {
+            let step = inputs.get(1).and_then(|t| t.data.first().copied());
+            dropout(x(), f32_attr(attrs, "rate"), dropout_key(int_attr(attrs, "seed"), step))
+        }
         Broadcast => broadcast(x(), &ints(attrs, "dims"), &out_shape),
         // Sums start from -0.0, the exact additive identity (-0.0 + v == v bit for bit,
         // also for v = -0.0), so a reduction over no dims is exactly its input.
@@ -152,12 +157,12 @@ fn binary(inputs: &[&Tensor], f: impl Fn(f32, f32) -> f32) -> Tensor {
     Tensor { shape: a.shape.clone(), data: a.data.iter().zip(&b.data).map(|(&x, &y)| f(x, y)).collect() }
 }
 
-fn dropout(x: &Tensor, rate: f32, seed: i64) -> Tensor {
+fn dropout(x: &Tensor, rate: f32, key: u64) -> Tensor {
     let data = x
         .data
         .iter()
         .enumerate()
-        .map(|(i, &v)| if dropout_keep(seed, i as u64, rate) { v / (1.0 - rate) } else { 0.0 })
+        .map(|(i, &v)| if dropout_keep_key(key, i as u64, rate) { v / (1.0 - rate) } else { 0.0 })
         .collect();
     Tensor { shape: x.shape.clone(), data }
 }

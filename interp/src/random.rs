@@ -5,29 +5,14 @@
 //!
 //! - `mix64` is SplitMix64's output function (Steele, Lea, Flood 2014), a
 //!   bijective 64-bit finalizer.
-//! - `dropout_keep(seed, index, rate)` is the ck.dropout mask: see its doc for
-//!   the exact formula that lowered kernels must reproduce bit for bit.
+//! - the ck.dropout mask (`dropout_key`, `dropout_keep_key`) is defined once,
+//!   in `ckopt_ir::random`, and re-exported here.
 //! - `random_inputs(func, seed)` draws the `ckopt-run --seed N` inputs.
 
 use crate::tensor::{Tensor, shape_of};
 use ckopt_ir::{Diag, Func};
 
-/// SplitMix64's increment (2^64 / golden ratio).
-pub const GOLDEN: u64 = 0x9E37_79B9_7F4A_7C15;
-
-/// SplitMix64's output function: `z ^= z >> 30; z *= 0xBF58476D1CE4E5B9;
-/// z ^= z >> 27; z *= 0x94D049BB133111EB; z ^= z >> 31` (wrapping arithmetic).
-pub fn mix64(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-/// Maps 64 random bits to a uniform f32 in [0, 1): the top 24 bits times 2^-24
-/// (every value is exactly representable, so all backends agree).
-pub fn unit_f32(bits: u64) -> f32 {
-    (bits >> 40) as f32 * (1.0 / 16_777_216.0)
-}
+pub use ckopt_ir::random::{GOLDEN, dropout_key, dropout_keep, dropout_keep_key, mix64, unit_f32};
 
 /// A SplitMix64 stream: `state += GOLDEN; mix64(state)`.
 #[derive(Clone, Debug)]
@@ -47,23 +32,6 @@ impl SplitMix64 {
     pub fn next_unit(&mut self) -> f32 {
         unit_f32(self.next_u64())
     }
-}
-
-/// The dropout mask: whether element `index` (flat row-major index into the
-/// operand) is kept by `ck.dropout {seed, rate}`.
-///
-/// Exact formula (all arithmetic wrapping on u64):
-/// ```text
-/// h    = mix64(mix64(seed as u64 + GOLDEN) ^ index)
-/// u    = (h >> 40) as f32 * 2^-24          // uniform in [0, 1), exact in f32
-/// keep = u >= rate
-/// ```
-/// and the op computes `y[i] = keep(i) ? x[i] / (1 - rate) : 0`.
-/// It is a pure function of `(seed, index, rate)`: recomputing the op (remat)
-/// regenerates the identical mask, with no stored state. `rate = 0` keeps all.
-pub fn dropout_keep(seed: i64, index: u64, rate: f32) -> bool {
-    let h = mix64(mix64((seed as u64).wrapping_add(GOLDEN)) ^ index);
-    unit_f32(h) >= rate
 }
 
 /// Fan-in used to scale `{ck.param}` arguments: rank 2 `[K, N]` (a matmul

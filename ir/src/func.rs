@@ -212,6 +212,20 @@ impl Func {
         Ok(Op { kind, operands: operands.to_vec(), result, attrs, loc })
     }
 
+    /// Whether memplan planned the function: it has `ck.arena_bytes` and
+    /// every stored op result a `ck.offset` (values internal to a fusion
+    /// group and values written into a donated argument are not stored).
+    pub fn is_planned(&self) -> bool {
+        let fusion = crate::fusion::analyze(self);
+        let roots = crate::fusion::buffer_roots(self);
+        let is_arg = crate::fusion::arg_mask(self);
+        self.attrs.get(crate::ops::ATTR_ARENA_BYTES).and_then(|a| a.as_int()).is_some()
+            && self.body.iter().all(|op| match op.result {
+                None => true,
+                Some(r) => !fusion.materialized(r) || is_arg[roots[r.index()].index()] || op.int_attr(crate::ops::ATTR_OFFSET).is_some(),
+            })
+    }
+
     /// Appends `ck.return` and sets the result types from the operands.
     pub fn push_return(&mut self, values: &[ValueId], loc: Loc) {
         self.result_types = values.iter().map(|&v| self.ty(v).clone()).collect();

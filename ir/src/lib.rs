@@ -11,6 +11,8 @@ pub mod func;
 pub mod ops;
 pub mod parser;
 pub mod printer;
+pub mod random;
+pub mod fusion;
 pub mod split;
 pub mod verify;
 pub mod types;

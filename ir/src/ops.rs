@@ -37,6 +37,8 @@ macro_rules! op_table {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Arity {
     Exactly(usize),
+    /// Between the two counts, both included.
+    Between(usize, usize),
     AtLeast(usize),
     Any,
 }
@@ -45,6 +47,7 @@ impl Arity {
     pub fn accepts(self, n: usize) -> bool {
         match self {
             Arity::Exactly(k) => n == k,
+            Arity::Between(lo, hi) => (lo..=hi).contains(&n),
             Arity::AtLeast(k) => n >= k,
             Arity::Any => true,
         }
@@ -53,6 +56,7 @@ impl Arity {
         match self {
             Arity::Exactly(1) => "1 operand".into(),
             Arity::Exactly(k) => format!("{k} operands"),
+            Arity::Between(lo, hi) => format!("{lo} to {hi} operands"),
             Arity::AtLeast(k) => format!("at least {k} operand{}", if k == 1 { "" } else { "s" }),
             Arity::Any => "any number of operands".into(),
         }
@@ -95,7 +99,7 @@ op_table! {
     AvgPool2d => "avg_pool2d", Exactly(1), "NCHW average pooling over window with stride";
     MaxPool2dGrad => "max_pool2d_grad", Exactly(2), "gradient of max_pool2d (operands x, dy; the first maximal element of a window takes its gradient)";
     AvgPool2dGrad => "avg_pool2d_grad", Exactly(1), "gradient of avg_pool2d (operand dy; input shape from the result type)";
-    Dropout => "dropout", Exactly(1), "y = x * mask / (1 - rate), mask a pure function of (seed, flat index)";
+    Dropout => "dropout", Between(1, 2), "y = x * mask / (1 - rate), mask a pure function of (seed, the optional rank-0 step key operand, flat index)";
     Return => "return", Any, "ends a function, returning its operands";
 }
 
@@ -156,6 +160,7 @@ pub const DISCARDABLE_ATTRS: &[AttrSpec] = &[
     opt("ck.recompute", AttrKind::Unit),
     opt("ck.inplace", AttrKind::I64),
     opt("ck.offset", AttrKind::I64),
+    opt("ck.fusion", AttrKind::I64),
 ];
 
 pub const ATTR_MIRROR: &str = "ck.mirror";
@@ -165,6 +170,17 @@ pub const ATTR_INPLACE: &str = "ck.inplace";
 pub const ATTR_OFFSET: &str = "ck.offset";
 pub const ATTR_ARENA_BYTES: &str = "ck.arena_bytes";
 pub const ATTR_PARAM: &str = "ck.param";
+/// Op attribute set by the `fuse` pass: ops with equal values form one fusion
+/// group (contiguous in the schedule, one kernel; see `fusion`).
+pub const ATTR_FUSION: &str = "ck.fusion";
+/// Argument attribute (unit): the function may overwrite this argument's
+/// buffer (in-place ops may write into it), like JAX's donated buffers.
+pub const ATTR_DONATE: &str = "ck.donate";
+/// Argument attribute (unit): the rank-0 step key that dropout masks hash in
+/// (a training step passes a new one each step).
+pub const ATTR_STEP: &str = "ck.step";
+/// Argument attribute (unit): optimizer state (SGD momentum) of a step function.
+pub const ATTR_OPT_STATE: &str = "ck.opt_state";
 /// Argument attribute: the argument's external name (a string), by which
 /// weights files (safetensors) map to it; importers keep the source
 /// framework's parameter names here.
@@ -435,6 +451,12 @@ pub fn infer_type(
         declared.cloned().ok_or_else(|| "needs an explicit result type".to_string())
     };
     let inferred: TensorType = match kind {
+        Dropout if operands.len() == 2 => {
+            if operands[1].rank() != 0 {
+                return Err(format!("dropout's step key operand must be rank 0, got {}", operands[1]));
+            }
+            operands[0].clone()
+        }
         _ if kind.is_unary_elementwise() => operands[0].clone(),
         _ if kind.is_binary_elementwise() => {
             if operands[0].shape != operands[1].shape {

@@ -6,8 +6,10 @@
 //! and type rules (`ops::infer_type`) against the declared result type; the
 //! body ends with exactly one `ck.return` whose operand types match the
 //! function's result types; sizes fit in u64; argument attributes
-//! (`ck.param` is unit, `ck.name` a string; other undotted or `ck.*` names
-//! are unknown) and
+//! (`ck.param`, `ck.donate`, `ck.step`, `ck.opt_state` are unit, `ck.name`
+//! a string; other undotted or `ck.*` names are unknown); `ck.fusion` groups
+//! are contiguous and emittable (`fusion::verify_fusion`, checked once the
+//! rest is clean); and
 //! function attributes (`ck.arena_bytes` is a non-negative i64; other
 //! undotted or `ck.*` names are unknown). Dotted names of other dialects
 //! are left alone, as MLIR's discardable attributes.
@@ -15,7 +17,7 @@
 use crate::attr::{Attr, Attrs};
 use crate::diag::{Diag, Diags, Loc};
 use crate::func::{Func, Module};
-use crate::ops::{ATTR_ARENA_BYTES, ATTR_NAME, ATTR_PARAM, OpKind, infer_type};
+use crate::ops::{ATTR_ARENA_BYTES, ATTR_DONATE, ATTR_NAME, ATTR_OPT_STATE, ATTR_PARAM, ATTR_STEP, OpKind, infer_type};
 use crate::types::TensorType;
 use std::collections::HashSet;
 
@@ -46,13 +48,15 @@ fn check_func_attrs(attrs: &Attrs, known: &[(&str, &str)], what: &str) -> Result
 }
 
 pub fn verify_func(f: &Func, diags: &mut Diags) {
+    let errors_before = diags.0.len();
     let mut defined = vec![false; f.values.len()];
     let at = |loc: &Loc, m: String| Diag::error(loc.clone(), m);
     if let Err(m) = check_func_attrs(&f.attrs, &[(ATTR_ARENA_BYTES, "bytes")], "function") {
         diags.push(at(&f.loc, format!("@{}: {m}", f.name)));
     }
     for (i, p) in f.params.iter().enumerate() {
-        if let Err(m) = check_func_attrs(&p.attrs, &[(ATTR_PARAM, "unit"), (ATTR_NAME, "string")], "argument") {
+        let known = [(ATTR_PARAM, "unit"), (ATTR_DONATE, "unit"), (ATTR_STEP, "unit"), (ATTR_OPT_STATE, "unit"), (ATTR_NAME, "string")];
+        if let Err(m) = check_func_attrs(&p.attrs, &known, "argument") {
             diags.push(at(&f.loc, format!("@{} argument #{i}: {m}", f.name)));
         }
     }
@@ -116,6 +120,12 @@ pub fn verify_func(f: &Func, diags: &mut Diags) {
             } else {
                 defined[r.index()] = true;
             }
+        }
+    }
+    if diags.0.len() == errors_before {
+        for (i, m) in crate::fusion::verify_fusion(f) {
+            let op = &f.body[i];
+            diags.push(Diag::error(op.loc.clone(), format!("'ck.{}' op {m}", op.kind.name())));
         }
     }
 }

@@ -1,35 +1,63 @@
-//! The CPU backend: a planned ck function as one MLIR `func.func` over the
-//! arena, lowered to the LLVM dialect and JIT-compiled by MLIR's
-//! ExecutionEngine.
+//! The CPU backend: every distinct kernel of a module (`ckopt_kernels::
+//! KernelCache`) as one MLIR function, all in one module, lowered to LLVM
+//! and JIT-compiled once by MLIR's ExecutionEngine at -O3.
 //!
-//! Emitted form (`cpu_mlir`): `func.func @NAME(%arena: memref<Axi8>,
-//! %in0: memref<B0xi8>, ...)` with `llvm.emit_c_interface`. Every argument is
-//! viewed as a flat `memref<Nxf32>` (`memref.view` at offset 0) and every op
-//! result as a `memref.view` of the arena at its `ck.offset`; the entry calls,
-//! in schedule order, one private `noinline` function per op (its distinct
-//! operands, then its result) holding one 1-D `linalg.generic` over the
-//! result whose body is `emit::element` (small functions keep LLVM's
-//! optimisation time linear in the op count). An in-place op writes straight
-//! into its operand's view. If a result overlaps
-//! an operand that is read at other positions (not an elementwise op), it is
-//! computed into a `memref.alloc` temporary and copied (never produced by
-//! memplan's contract; kept for safety).
+//! Kernel ABI: `void kN(float *p0, ..., float *pK, int64 lo, int64 hi)`:
+//! the kernel's inputs, outputs and (if it has one) workspace as bare
+//! pointers (`memref<Nxf32>` with the bare-pointer calling convention), then
+//! the range `[lo, hi)` of its splittable outermost loop
+//! (`Kernel::split`), so the runtime can hand ranges to several threads.
+//! A kernel knows nothing of offsets: the step program passes pointers.
 //!
-//! Invariants on exit: the JIT function touches only the arena and the input
-//! buffers it is given; results are read from the arena (or an input buffer
-//! for a returned argument) after the call. Compile cost is linear in ops.
+//! Loop structure (`vemit` computes the values):
+//! - loop kernels: flat (`[lo, hi)` over the elements) or over the shape
+//!   (outer dims scalar loops, dim 0 from `lo` to `hi`); the innermost
+//!   dimension runs `w` lanes at a time (`w` = 16 with AVX-512, else 8),
+//!   then a scalar tail. Outputs are stored after the values they need are
+//!   loaded, chunk by chunk, so an output may overwrite an input it reads
+//!   only at the same element (in-place aliasing).
+//! - row reductions (reduced dims innermost): per result element, lane-wise
+//!   partial results in a vector register plus a scalar tail accumulator,
+//!   combined in a fixed order (`vector.reduction` from the tail value);
+//!   prologue outputs are stored as the row is read, the epilogue runs on
+//!   the result (scalar).
+//! - other reductions: results accumulate in memory (the reduction's own
+//!   output, else the workspace) in row-major order of the input, then the
+//!   epilogue runs over the result shape.
+//! - single ops (pools, concat, ...): `emit::element` per result element.
+//!
+//! The accumulation order of a reduction depends only on its input shape,
+//! its dims and `w`, never on what it was fused with, so a recomputed
+//! reduction (remat) gives the same bits as the original.
 
 use crate::emit::{self, Em, Mem};
 use crate::mlir::{Mlir, to_llvm_ir};
-use crate::plan::{Buf, Layout, Place, layout};
-use ckopt_ir::{Diag, Func};
+use crate::vemit::{Comp, VEm};
+use ckopt_ir::ops::attr_ints;
+use ckopt_ir::{Diag, Func, Loc, OpKind, ValueId};
+use ckopt_kernels::{Kernel, KernelCache, KernelKind};
 use melior::ExecutionEngine;
+use std::collections::HashSet;
 use std::fmt::Write;
 
-/// MLIR pipeline from the emitted module to the LLVM dialect.
-pub const CPU_PIPELINE: &str = "builtin.module(convert-linalg-to-loops,convert-scf-to-cf,convert-math-to-llvm,\
+/// MLIR pipeline from the kernels module to the LLVM dialect.
+pub const CPU_PIPELINE: &str = "builtin.module(convert-math-to-libm,convert-scf-to-cf,convert-vector-to-llvm,convert-math-to-llvm,\
 expand-strided-metadata,lower-affine,finalize-memref-to-llvm,convert-arith-to-llvm,convert-index-to-llvm,\
-convert-cf-to-llvm,convert-func-to-llvm,reconcile-unrealized-casts)";
+convert-cf-to-llvm,convert-func-to-llvm{use-bare-ptr-memref-call-conv=1},reconcile-unrealized-casts)";
+
+/// The most pointer arguments a cpu kernel may take.
+pub const MAX_KERNEL_PTRS: usize = 32;
+
+/// Lanes of the vectorized loops on this machine: 16 with AVX-512, else 8.
+pub fn lanes() -> usize {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            return 16;
+        }
+    }
+    8
+}
 
 /// The symbol name used for a ck function in MLIR/LLVM (non-identifier
 /// characters become `_`).
@@ -41,159 +69,7 @@ pub fn symbol_name(name: &str) -> String {
     s
 }
 
-fn byte_range(f: &Func, v: ckopt_ir::ValueId, p: Place) -> (Buf, u64, u64) {
-    (p.buf, p.offset, p.offset + f.ty(v).bytes())
-}
-
-/// Whether the result of `op` shares memory with an operand in a way that an
-/// element-by-element kernel cannot handle (see the module doc).
-pub fn needs_temp(f: &Func, l: &Layout, op: &ckopt_ir::Op) -> bool {
-    let Some(r) = op.result else { return false };
-    let Some(rp) = l.place_of(r) else { return false };
-    let (rb, r0, r1) = byte_range(f, r, rp);
-    op.operands.iter().any(|&o| {
-        let Some(op_) = l.place_of(o) else { return false };
-        let (ob, o0, o1) = byte_range(f, o, op_);
-        let overlap = ob == rb && o0 < r1 && r0 < o1;
-        overlap && !(emit::inplace_safe(op) && o0 == r0)
-    })
-}
-
-/// The planned function as upstream MLIR (linalg, memref, scf, arith, math, func).
-pub fn cpu_mlir(f: &Func) -> Result<String, Diag> {
-    let l = layout(f)?;
-    cpu_mlir_with(f, &l)
-}
-
-fn cpu_mlir_with(f: &Func, l: &Layout) -> Result<String, Diag> {
-    let mut s = String::new();
-    let _ = writeln!(s, "#ck_id = affine_map<(d0) -> (d0)>");
-    let _ = writeln!(s, "module {{");
-    s.push_str(&cpu_func_text(f, l)?);
-    let _ = writeln!(s, "}}");
-    Ok(s)
-}
-
-/// Every function of the module, planned, as one upstream MLIR module.
-pub fn cpu_mlir_module(m: &ckopt_ir::Module) -> Result<String, Diag> {
-    let mut s = String::new();
-    let _ = writeln!(s, "#ck_id = affine_map<(d0) -> (d0)>");
-    let _ = writeln!(s, "module {{");
-    for f in &m.funcs {
-        let l = layout(f)?;
-        s.push_str(&cpu_func_text(f, &l)?);
-    }
-    let _ = writeln!(s, "}}");
-    Ok(s)
-}
-
-/// The module lowered to LLVM IR (every function).
-pub fn cpu_llvm_ir_module(m: &ckopt_ir::Module) -> Result<String, Diag> {
-    let text = cpu_mlir_module(m)?;
-    let loc = m.funcs.first().map(|f| f.loc.clone()).unwrap_or_default();
-    let bad = |e: String| Diag::error(loc.clone(), format!("lowering the module for the cpu backend failed: {e}"));
-    let ml = Mlir::new();
-    let mut module = ml.parse(&text).map_err(bad)?;
-    ml.run(&mut module, CPU_PIPELINE).map_err(bad)?;
-    to_llvm_ir(&ml, &module).map_err(bad)
-}
-
-fn cpu_func_text(f: &Func, l: &Layout) -> Result<String, Diag> {
-    let sym = symbol_name(&f.name);
-    let arena_ty = format!("memref<{}xi8>", l.arena_bytes);
-    let mut s = String::new();
-    let mut kernels = String::new();
-    let _ = writeln!(s, "  // ckopt: @{} for the cpu backend: arena of {} bytes (ck.arena_bytes)", f.name, l.arena_bytes);
-    let mut params = vec![format!("%arena: {arena_ty}")];
-    for (i, t) in l.inputs.iter().enumerate() {
-        params.push(format!("%in{i}: memref<{}xi8>", t.bytes()));
-    }
-    let _ = writeln!(s, "  func.func @{sym}({}) attributes {{llvm.emit_c_interface}} {{", params.join(", "));
-    let mut mems: Vec<Option<Mem>> = vec![None; f.values.len()];
-    let _ = writeln!(s, "    %c0 = arith.constant 0 : index");
-    for (i, p) in f.params.iter().enumerate() {
-        let t = &l.inputs[i];
-        let m = Mem { name: format!("%a{i}"), n: t.elems() };
-        let _ = writeln!(s, "    {} = memref.view %in{i}[%c0][] : memref<{}xi8> to {}", m.name, t.bytes(), m.ty());
-        mems[p.value.index()] = Some(m);
-    }
-    for (j, op) in f.body.iter().enumerate() {
-        let Some(r) = op.result else { continue };
-        let Some(p) = l.place_of(r) else { continue };
-        let ty = f.ty(r);
-        let m = Mem { name: format!("%r{j}"), n: ty.elems() };
-        let _ = writeln!(s, "    // {}", emit::describe(f, op));
-        let _ = writeln!(s, "    %o{j} = arith.constant {} : index", p.offset);
-        let _ = writeln!(s, "    {} = memref.view %arena[%o{j}][] : {arena_ty} to {}", m.name, m.ty());
-        // Distinct operands in order, then the result: the op function's parameters.
-        let mut vals: Vec<ckopt_ir::ValueId> = Vec::new();
-        for &o in &op.operands {
-            if !vals.contains(&o) {
-                vals.push(o);
-            }
-        }
-        let mut outer = Vec::new();
-        let mut inner = Vec::new();
-        for (k, &v) in vals.iter().enumerate() {
-            let om = mems[v.index()].clone().ok_or_else(|| {
-                Diag::error(op.loc.clone(), format!("'{}' op reads %{} before it is defined", op.kind.full_name(), f.name_of(v)))
-            })?;
-            inner.push((v, Mem { name: format!("%p{k}"), n: om.n }));
-            outer.push(om);
-        }
-        let ins: Vec<Mem> = op
-            .operands
-            .iter()
-            .map(|o| inner.iter().find(|(v, _)| v == o).map(|(_, m)| m.clone()).unwrap_or(Mem { name: String::new(), n: 0 }))
-            .collect();
-        if m.n > 0 {
-            // One noinline function per op keeps LLVM's work linear in the op count.
-            let kname = format!("{sym}_k{j}_{}", op.kind.name());
-            let y = Mem { name: "%y".into(), n: m.n };
-            let mut kp: Vec<String> = inner.iter().map(|(_, im)| format!("{}: {}", im.name, im.ty())).collect();
-            kp.push(format!("%y: {}", y.ty()));
-            let _ = writeln!(kernels, "  // {}", emit::describe(f, op));
-            let _ = writeln!(kernels, "  func.func private @{kname}({}) attributes {{passthrough = [\"noinline\"]}} {{", kp.join(", "));
-            let temp = needs_temp(f, l, op);
-            let dest = if temp {
-                let _ = writeln!(kernels, "    %tmp = memref.alloc() {{alignment = 64 : i64}} : {}", y.ty());
-                "%tmp".to_string()
-            } else {
-                y.name.clone()
-            };
-            let mut em = Em::new("k", 3);
-            let v = emit::element(&mut em, f, op, &ins, "%i")?;
-            let _ = writeln!(
-                kernels,
-                "    linalg.generic {{indexing_maps = [#ck_id], iterator_types = [\"parallel\"]}} outs({dest} : {}) {{",
-                y.ty()
-            );
-            let _ = writeln!(kernels, "    ^bb0(%out: f32):");
-            let _ = writeln!(kernels, "      %i = linalg.index 0 : index");
-            kernels.push_str(&em.out);
-            let _ = writeln!(kernels, "      linalg.yield {v} : f32");
-            let _ = writeln!(kernels, "    }} {}", mlir_loc(op));
-            if temp {
-                let _ = writeln!(kernels, "    memref.copy %tmp, %y : {} to {}", y.ty(), y.ty());
-                let _ = writeln!(kernels, "    memref.dealloc %tmp : {}", y.ty());
-            }
-            let _ = writeln!(kernels, "    return");
-            let _ = writeln!(kernels, "  }}");
-            let mut args: Vec<&str> = outer.iter().map(|om| om.name.as_str()).collect();
-            args.push(&m.name);
-            let mut tys: Vec<String> = outer.iter().map(|om| om.ty()).collect();
-            tys.push(m.ty());
-            let _ = writeln!(s, "    func.call @{kname}({}) : ({}) -> ()", args.join(", "), tys.join(", "));
-        }
-        mems[r.index()] = Some(m);
-    }
-    let _ = writeln!(s, "    return");
-    let _ = writeln!(s, "  }}");
-    s.push_str(&kernels);
-    Ok(s)
-}
-
-/// An MLIR `loc(...)` for the op's ck source location.
+/// An MLIR `loc(...)` for an op's ck source location.
 pub fn mlir_loc(op: &ckopt_ir::Op) -> String {
     if !op.loc.is_known() {
         return format!("loc(\"{}\")", op.kind.full_name());
@@ -202,172 +78,617 @@ pub fn mlir_loc(op: &ckopt_ir::Op) -> String {
     format!("loc(\"{file}\":{}:{})", op.loc.line, op.loc.col)
 }
 
-fn internal(f: &Func, m: String) -> Diag {
-    Diag::error(f.loc.clone(), format!("lowering @{} for the cpu backend failed: {m}", f.name))
+/// Name of kernel `i` of a cache.
+pub fn kernel_symbol(i: usize) -> String {
+    format!("ck_k{i}")
 }
 
-/// The function lowered to the LLVM dialect (after `CPU_PIPELINE`), as text.
-pub fn cpu_llvm_dialect(f: &Func) -> Result<String, Diag> {
-    let text = cpu_mlir(f)?;
-    let m = Mlir::new();
-    let mut module = m.parse(&text).map_err(|e| internal(f, e))?;
-    m.run(&mut module, CPU_PIPELINE).map_err(|e| internal(f, e))?;
-    Ok(format!("{}", module.as_operation()))
+fn memref(n: u64) -> String {
+    format!("memref<{n}xf32>")
 }
 
-/// The function as LLVM IR text (host code of the cpu backend).
-pub fn cpu_llvm_ir(f: &Func) -> Result<String, Diag> {
-    let text = cpu_mlir(f)?;
-    let m = Mlir::new();
-    let mut module = m.parse(&text).map_err(|e| internal(f, e))?;
-    m.run(&mut module, CPU_PIPELINE).map_err(|e| internal(f, e))?;
-    to_llvm_ir(&m, &module).map_err(|e| internal(f, e))
+/// Emits `scf.for %iv = lo to hi step st` with one f32-typed carried value
+/// per `inits` entry (type given); `body` returns the next values.
+fn for_loop(
+    em: &mut Em,
+    lo: &str,
+    hi: &str,
+    step: &str,
+    inits: &[(String, String)],
+    body: &mut dyn FnMut(&mut Em, &str, &[String]) -> Result<Vec<String>, Diag>,
+) -> Result<Vec<String>, Diag> {
+    let iv = em.fresh();
+    let args: Vec<String> = inits.iter().map(|_| em.fresh()).collect();
+    let res = em.fresh();
+    let tys: Vec<&str> = inits.iter().map(|(_, t)| t.as_str()).collect();
+    let names: Vec<String> = match inits.len() {
+        0 => Vec::new(),
+        1 => vec![res.clone()],
+        n => (0..n).map(|i| format!("{res}#{i}")).collect(),
+    };
+    let lhs = match inits.len() {
+        0 => String::new(),
+        1 => format!("{res} = "),
+        n => format!("{res}:{n} = "),
+    };
+    let iter = if inits.is_empty() {
+        String::new()
+    } else {
+        let pairs: Vec<String> = args.iter().zip(inits).map(|(a, (i, _))| format!("{a} = {i}")).collect();
+        format!(" iter_args({}) -> ({})", pairs.join(", "), tys.join(", "))
+    };
+    em.line(&format!("{lhs}scf.for {iv} = {lo} to {hi} step {step}{iter} {{"));
+    em.indent += 1;
+    let next = body(em, &iv, &args)?;
+    if !inits.is_empty() {
+        em.line(&format!("scf.yield {} : {}", next.join(", "), tys.join(", ")));
+    }
+    em.indent -= 1;
+    em.line("}");
+    Ok(names)
 }
 
-/// A JIT-compiled planned function.
-pub struct CpuProgram {
+/// The pieces of one kernel function being emitted.
+struct KFn<'a> {
+    k: &'a Kernel,
+    w: usize,
+    /// Memref names of the kernel's inputs (parameters of `k.func`).
+    ins: Vec<String>,
+    /// Memref names and element counts of its outputs.
+    outs: Vec<(String, u64)>,
+    ws: Option<(String, u64)>,
+}
+
+impl KFn<'_> {
+    fn out_values(&self) -> Vec<ValueId> {
+        self.k.func.returned().to_vec()
+    }
+}
+
+/// Loops over `shape`: dim 0 from `lo` to `hi` (or over the flat range when
+/// `flat`), the innermost dim `w` lanes at a time then a scalar tail.
+/// `body(em, lanes, idx)` emits one iteration.
+fn shaped_loops(
+    em: &mut Em,
+    shape: &[u64],
+    flat: bool,
+    w: usize,
+    lo: &str,
+    hi: &str,
+    body: &mut dyn FnMut(&mut Em, usize, &[Comp]) -> Result<(), Diag>,
+) -> Result<(), Diag> {
+    let one = em.op("arith.constant 1 : index");
+    if shape.is_empty() {
+        return body(em, 1, &[]);
+    }
+    if (flat || shape.len() == 1) && w == 1 {
+        for_loop(em, lo, hi, &one, &[], &mut |em, iv, _| {
+            body(em, 1, &[Comp::S(iv.to_string())])?;
+            Ok(vec![])
+        })?;
+        return Ok(());
+    }
+    if flat || shape.len() == 1 {
+        // One dynamic range: vector part then tail.
+        let wc = em.op(&format!("arith.constant {w} : index"));
+        let span = em.op(&format!("arith.subi {hi}, {lo} : index"));
+        let nv = em.op(&format!("arith.divui {span}, {wc} : index"));
+        let nvw = em.op(&format!("arith.muli {nv}, {wc} : index"));
+        let vend = em.op(&format!("arith.addi {lo}, {nvw} : index"));
+        for_loop(em, lo, &vend, &wc, &[], &mut |em, iv, _| {
+            body(em, w, &[Comp::L(iv.to_string(), 1)])?;
+            Ok(vec![])
+        })?;
+        for_loop(em, &vend, hi, &one, &[], &mut |em, iv, _| {
+            body(em, 1, &[Comp::S(iv.to_string())])?;
+            Ok(vec![])
+        })?;
+        return Ok(());
+    }
+    fn rec(
+        em: &mut Em,
+        shape: &[u64],
+        d: usize,
+        idx: &mut Vec<Comp>,
+        w: usize,
+        lo: &str,
+        hi: &str,
+        one: &str,
+        body: &mut dyn FnMut(&mut Em, usize, &[Comp]) -> Result<(), Diag>,
+    ) -> Result<(), Diag> {
+        let r = shape.len();
+        if d + 1 == r {
+            let n = shape[d];
+            let nv = if w > 1 { n / w as u64 * w as u64 } else { 0 };
+            let c0 = em.op("arith.constant 0 : index");
+            let cv = em.op(&format!("arith.constant {nv} : index"));
+            let cn = em.op(&format!("arith.constant {n} : index"));
+            let wc = em.op(&format!("arith.constant {w} : index"));
+            if nv > 0 {
+                for_loop(em, &c0, &cv, &wc, &[], &mut |em, iv, _| {
+                    let mut full = idx.clone();
+                    full.push(Comp::L(iv.to_string(), 1));
+                    body(em, w, &full)?;
+                    Ok(vec![])
+                })?;
+            }
+            if nv < n {
+                for_loop(em, &cv, &cn, one, &[], &mut |em, iv, _| {
+                    let mut full = idx.clone();
+                    full.push(Comp::S(iv.to_string()));
+                    body(em, 1, &full)?;
+                    Ok(vec![])
+                })?;
+            }
+            return Ok(());
+        }
+        let (a, b) = if d == 0 {
+            (lo.to_string(), hi.to_string())
+        } else {
+            (em.op("arith.constant 0 : index"), em.op(&format!("arith.constant {} : index", shape[d])))
+        };
+        for_loop(em, &a, &b, one, &[], &mut |em, iv, _| {
+            idx.push(Comp::S(iv.to_string()));
+            rec(em, shape, d + 1, idx, w, lo, hi, one, body)?;
+            idx.pop();
+            Ok(vec![])
+        })?;
+        Ok(())
+    }
+    rec(em, shape, 0, &mut Vec::new(), w, lo, hi, &one, body)
+}
+
+/// Emits the body of a loop kernel.
+fn loop_kernel(em: &mut Em, kf: &KFn, shape: &[u64], flat: bool) -> Result<(), Diag> {
+    let outs = kf.out_values();
+    let func = &kf.k.func;
+    shaped_loops(em, shape, flat, kf.w, "%lo", "%hi", &mut |em, lanes, idx| {
+        let mut v = VEm::new(em, func, lanes, &kf.ins);
+        v.flat = flat;
+        let mut vals = Vec::with_capacity(outs.len());
+        for &o in &outs {
+            vals.push(v.value(o, idx)?);
+        }
+        let at = if flat && idx.len() == 1 { idx[0].clone() } else { v.linearize(idx, shape) };
+        for (j, val) in vals.iter().enumerate() {
+            let (m, n) = &kf.outs[j];
+            v.store(m, *n, &at, val)?;
+        }
+        Ok(())
+    })
+}
+
+/// Values of the kernel that depend on value `r` (r included).
+fn dependents(func: &Func, r: ValueId) -> HashSet<ValueId> {
+    let mut dep: HashSet<ValueId> = [r].into_iter().collect();
+    for op in &func.body {
+        if let Some(res) = op.result
+            && op.operands.iter().any(|o| dep.contains(o))
+        {
+            dep.insert(res);
+        }
+    }
+    dep
+}
+
+/// Emits the body of a reduction kernel.
+fn reduce_kernel(em: &mut Em, kf: &KFn, reduce: usize, rows: bool) -> Result<(), Diag> {
+    let func = &kf.k.func;
+    let rop = &func.body[reduce];
+    let r = rop.result.ok_or_else(|| Diag::error(Loc::unknown(), "reduction without result"))?;
+    let xin = rop.operands[0];
+    let s_shape = func.ty(xin).shape.clone();
+    let r_shape = func.ty(r).shape.clone();
+    let dims: Vec<usize> = attr_ints(&rop.attrs, "dims", &[]).iter().map(|&d| d as usize).collect();
+    let sum = rop.kind == OpKind::ReduceSum;
+    let (comb, init) = if sum { ("addf", -0.0f32) } else { ("maxnumf", f32::NEG_INFINITY) };
+    let dep = dependents(func, r);
+    let outs = kf.out_values();
+    // Outputs of the result shape (the epilogue, r included) and of the input shape (prologue).
+    let epi: Vec<usize> = (0..outs.len()).filter(|&j| dep.contains(&outs[j])).collect();
+    let pro: Vec<usize> = (0..outs.len()).filter(|&j| !dep.contains(&outs[j])).collect();
+    let kept: Vec<usize> = (0..s_shape.len()).filter(|d| !dims.contains(d)).collect();
+    let rank = s_shape.len();
+    let w = kf.w;
+    // Stores the prologue outputs at input index `idx`.
+    let store_pro = |v: &mut VEm, idx: &[Comp]| -> Result<(), Diag> {
+        if pro.is_empty() {
+            return Ok(());
+        }
+        let at = v.linearize(idx, &s_shape);
+        for &j in &pro {
+            let val = v.value(outs[j], idx)?;
+            let (m, n) = &kf.outs[j];
+            v.store(m, *n, &at, &val)?;
+        }
+        Ok(())
+    };
+    if rows {
+        // Kept dims are a prefix: loop over them, reduce the suffix in registers.
+        let nk = kept.len();
+        let vt = format!("vector<{w}xf32>");
+        let one = em.op("arith.constant 1 : index");
+        let mut kept_idx: Vec<Comp> = Vec::new();
+        fn kept_loops(
+            em: &mut Em,
+            shape: &[u64],
+            nk: usize,
+            d: usize,
+            one: &str,
+            idx: &mut Vec<Comp>,
+            inner: &mut dyn FnMut(&mut Em, &[Comp]) -> Result<(), Diag>,
+        ) -> Result<(), Diag> {
+            if d == nk {
+                return inner(em, idx);
+            }
+            let (a, b) = if d == 0 {
+                ("%lo".to_string(), "%hi".to_string())
+            } else {
+                (em.op("arith.constant 0 : index"), em.op(&format!("arith.constant {} : index", shape[d])))
+            };
+            for_loop(em, &a, &b, one, &[], &mut |em, iv, _| {
+                idx.push(Comp::S(iv.to_string()));
+                kept_loops(em, shape, nk, d + 1, one, idx, inner)?;
+                idx.pop();
+                Ok(vec![])
+            })?;
+            Ok(())
+        }
+        kept_loops(em, &s_shape, nk, 0, &one, &mut kept_idx, &mut |em, kidx| {
+            let initv = em.op(&format!("arith.constant dense<{}> : {vt}", ckopt_ir::attr::format_f32(init)));
+            let inits = em.op(&format!("arith.constant {} : f32", ckopt_ir::attr::format_f32(init)));
+            // Loops over the reduced dims (all but the innermost scalar), carrying (vector acc, tail acc).
+            #[allow(clippy::type_complexity)]
+            fn red_loops(
+                em: &mut Em,
+                s_shape: &[u64],
+                d: usize,
+                vt: &str,
+                idx: &mut Vec<Comp>,
+                accs: (String, String),
+                leaf: &mut dyn FnMut(&mut Em, &[Comp], (String, String)) -> Result<(String, String), Diag>,
+            ) -> Result<(String, String), Diag> {
+                if d + 1 == s_shape.len() {
+                    return leaf(em, idx, accs);
+                }
+                let c0 = em.op("arith.constant 0 : index");
+                let cn = em.op(&format!("arith.constant {} : index", s_shape[d]));
+                let c1 = em.op("arith.constant 1 : index");
+                let carried = [(accs.0.clone(), vt.to_string()), (accs.1.clone(), "f32".to_string())];
+                let res = for_loop(em, &c0, &cn, &c1, &carried, &mut |em, iv, a| {
+                    idx.push(Comp::S(iv.to_string()));
+                    let (x, y) = red_loops(em, s_shape, d + 1, vt, idx, (a[0].clone(), a[1].clone()), leaf)?;
+                    idx.pop();
+                    Ok(vec![x, y])
+                })?;
+                Ok((res[0].clone(), res[1].clone()))
+            }
+            let mut idx: Vec<Comp> = kidx.to_vec();
+            let n = s_shape[rank - 1];
+            let nv = n / w as u64 * w as u64;
+            let (accv, accs) = red_loops(em, &s_shape, nk, &vt, &mut idx, (initv, inits), &mut |em, idx, (av, as_)| {
+                let c0 = em.op("arith.constant 0 : index");
+                let cv = em.op(&format!("arith.constant {nv} : index"));
+                let cn = em.op(&format!("arith.constant {n} : index"));
+                let wc = em.op(&format!("arith.constant {w} : index"));
+                let c1 = em.op("arith.constant 1 : index");
+                let av2 = if nv > 0 {
+                    for_loop(em, &c0, &cv, &wc, &[(av.clone(), format!("vector<{w}xf32>"))], &mut |em, iv, a| {
+                        let mut full = idx.to_vec();
+                        full.push(Comp::L(iv.to_string(), 1));
+                        let mut v = VEm::new(em, func, w, &kf.ins);
+                        let val = v.value(xin, &full)?;
+                        store_pro(&mut v, &full)?;
+                        Ok(vec![v.em.op(&format!("arith.{comb} {}, {val} : vector<{w}xf32>", a[0]))])
+                    })?[0]
+                        .clone()
+                } else {
+                    av.clone()
+                };
+                let as2 = if nv < n {
+                    for_loop(em, &cv, &cn, &c1, &[(as_.clone(), "f32".into())], &mut |em, iv, a| {
+                        let mut full = idx.to_vec();
+                        full.push(Comp::S(iv.to_string()));
+                        let mut v = VEm::new(em, func, 1, &kf.ins);
+                        let val = v.value(xin, &full)?;
+                        store_pro(&mut v, &full)?;
+                        Ok(vec![v.em.op(&format!("arith.{comb} {}, {val} : f32", a[0]))])
+                    })?[0]
+                        .clone()
+                } else {
+                    as_.clone()
+                };
+                Ok((av2, as2))
+            })?;
+            let kind = if sum { "add" } else { "maxnumf" };
+            let total = em.op(&format!("vector.reduction <{kind}>, {accv}, {accs} : vector<{w}xf32> into f32"));
+            // Epilogue at the result index (scalar).
+            let mut v = VEm::new(em, func, 1, &kf.ins);
+            v.given.insert(r, total);
+            let at = v.linearize(kidx, &r_shape);
+            for &j in &epi {
+                let val = v.value(outs[j], kidx)?;
+                let (m, nn) = &kf.outs[j];
+                v.store(m, *nn, &at, &val)?;
+            }
+            Ok(())
+        })
+    } else {
+        // Accumulate in memory: r's own output, else the workspace.
+        let rn: u64 = r_shape.iter().product();
+        let acc_mem = match outs.iter().position(|&o| o == r) {
+            Some(j) => kf.outs[j].0.clone(),
+            None => kf.ws.as_ref().map(|(m, _)| m.clone()).ok_or_else(|| Diag::error(Loc::unknown(), "column reduction without workspace"))?,
+        };
+        // 1. init
+        let c0 = em.op("arith.constant 0 : index");
+        let crn = em.op(&format!("arith.constant {rn} : index"));
+        shaped_loops(em, &[rn], true, w, &c0, &crn, &mut |em, lanes, idx| {
+            let mut v = VEm::new(em, func, lanes, &kf.ins);
+            let c = v.cf(init);
+            v.store(&acc_mem, rn, &idx[0], &c)
+        })?;
+        // 2. accumulate in row-major order of the input (lanes only on a kept innermost dim)
+        let lanes = if rank > 0 && kept.contains(&(rank - 1)) { w } else { 1 };
+        let full = s_shape.first().copied().unwrap_or(1);
+        let lo = em.op("arith.constant 0 : index");
+        let hi = em.op(&format!("arith.constant {full} : index"));
+        shaped_loops(em, &s_shape, false, lanes, &lo, &hi, &mut |em, l, idx| {
+            let mut v = VEm::new(em, func, l, &kf.ins);
+            let val = v.value(xin, idx)?;
+            store_pro(&mut v, idx)?;
+            let kidx: Vec<Comp> = kept.iter().map(|&d| idx[d].clone()).collect();
+            let at = v.linearize(&kidx, &r_shape);
+            let old = v.load_mem(&acc_mem, rn, &at);
+            let t = v.vt();
+            let new = v.em.op(&format!("arith.{comb} {old}, {val} : {t}"));
+            v.store(&acc_mem, rn, &at, &new)
+        })?;
+        // 3. epilogue over the result shape
+        let others: Vec<usize> = epi.iter().copied().filter(|&j| outs[j] != r).collect();
+        if !others.is_empty() {
+            let lo = em.op("arith.constant 0 : index");
+            let hi = em.op(&format!("arith.constant {} : index", r_shape.first().copied().unwrap_or(1)));
+            shaped_loops(em, &r_shape, false, w, &lo, &hi, &mut |em, l, idx| {
+                let mut v = VEm::new(em, func, l, &kf.ins);
+                let at = v.linearize(idx, &r_shape);
+                let acc = v.load_mem(&acc_mem, rn, &at);
+                v.given.insert(r, acc);
+                for &j in &others {
+                    let val = v.value(outs[j], idx)?;
+                    let (m, n) = &kf.outs[j];
+                    v.store(m, *n, &at, &val)?;
+                }
+                Ok(())
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// Emits the body of a single-op kernel: `emit::element` per result element.
+fn single_kernel(em: &mut Em, kf: &KFn) -> Result<(), Diag> {
+    let func = &kf.k.func;
+    let op = &func.body[0];
+    let ins: Vec<Mem> = op
+        .operands
+        .iter()
+        .map(|o| {
+            let p = func.params.iter().position(|p| p.value == *o).unwrap_or(0);
+            Mem { name: kf.ins[p].clone(), n: func.ty(*o).elems() }
+        })
+        .collect();
+    let (m, n) = kf.outs[0].clone();
+    let one = em.op("arith.constant 1 : index");
+    for_loop(em, "%lo", "%hi", &one, &[], &mut |em, iv, _| {
+        let v = emit::element(em, func, op, &ins, iv)?;
+        em.line(&format!("memref.store {v}, {m}[{iv}] : {}", memref(n)));
+        Ok(vec![])
+    })?;
+    Ok(())
+}
+
+/// One kernel as an MLIR `func.func @name(ptrs..., %lo: index, %hi: index)`.
+pub fn kernel_mlir(name: &str, k: &Kernel, w: usize) -> Result<String, Diag> {
+    let func = &k.func;
+    let ins: Vec<String> = (0..func.params.len()).map(|i| format!("%in{i}")).collect();
+    let outs: Vec<(String, u64)> = func.result_types.iter().enumerate().map(|(j, t)| (format!("%out{j}"), t.elems())).collect();
+    let ws = (k.workspace > 0).then(|| ("%ws".to_string(), k.workspace / 4));
+    let mut params: Vec<String> =
+        func.params.iter().enumerate().map(|(i, p)| format!("{}: {}", ins[i], memref(func.ty(p.value).elems()))).collect();
+    params.extend(outs.iter().map(|(m, n)| format!("{m}: {}", memref(*n))));
+    if let Some((m, n)) = &ws {
+        params.push(format!("{m}: {}", memref(*n)));
+    }
+    params.push("%lo: index".into());
+    params.push("%hi: index".into());
+    let kf = KFn { k, w, ins, outs, ws };
+    let mut em = Em::new("t", 2);
+    match &k.kind {
+        KernelKind::Loop { shape, flat } => loop_kernel(&mut em, &kf, shape, *flat)?,
+        KernelKind::Reduce { reduce, rows } => reduce_kernel(&mut em, &kf, *reduce, *rows)?,
+        KernelKind::Single => single_kernel(&mut em, &kf)?,
+    }
+    let mut s = String::new();
+    for line in k.key.lines().filter(|l| l.contains("ck.") || l.starts_with("//")) {
+        let _ = writeln!(s, "  // {}", line.trim().trim_start_matches("// "));
+    }
+    let _ = writeln!(s, "  func.func @{name}({}) {{", params.join(", "));
+    s.push_str(&em.out);
+    let _ = writeln!(s, "    return");
+    let _ = writeln!(s, "  }}");
+    Ok(s)
+}
+
+/// Every kernel of `cache` as one upstream MLIR module.
+pub fn kernels_mlir(cache: &KernelCache, w: usize) -> Result<String, Diag> {
+    let mut s = String::from("module {\n");
+    for (i, k) in cache.kernels.iter().enumerate() {
+        if k.num_ptrs() > MAX_KERNEL_PTRS {
+            let op = k.func.body.first().map(|o| o.kind.full_name()).unwrap_or_default();
+            return Err(Diag::error(
+                Loc::unknown(),
+                format!(
+                    "a '{op}' kernel takes {} buffers; the cpu backend supports at most {MAX_KERNEL_PTRS} (split the op, e.g. a concat of fewer operands)",
+                    k.num_ptrs()
+                ),
+            ));
+        }
+        s.push_str(&kernel_mlir(&kernel_symbol(i), k, w)?);
+    }
+    s.push_str("}\n");
+    Ok(s)
+}
+
+/// The kernels lowered to LLVM IR text.
+pub fn kernels_llvm_ir(cache: &KernelCache, w: usize) -> Result<String, Diag> {
+    let text = kernels_mlir(cache, w)?;
+    let ml = Mlir::new();
+    let bad = |e: String| Diag::error(Loc::unknown(), format!("lowering the kernels for the cpu backend failed: {e}"));
+    let mut module = ml.parse(&text).map_err(bad)?;
+    ml.run(&mut module, CPU_PIPELINE).map_err(bad)?;
+    to_llvm_ir(&ml, &module).map_err(bad)
+}
+
+/// The compiled kernels of a module: one function pointer per cache entry.
+pub struct CpuKernels {
     // Field order matters: the engine is dropped before the context.
     engine: ExecutionEngine,
     _mlir: Mlir,
-    pub layout: Layout,
-    entry: String,
-    /// The MLIR text that was compiled (upstream dialects).
+    ptrs: Vec<(*mut (), usize)>,
+    /// The MLIR that was compiled.
     pub mlir: String,
+    pub lanes: usize,
 }
 
-/// Compiles a planned function for the CPU (`opt_level` 0..=3, as LLVM's -O).
-pub fn compile_cpu(f: &Func, opt_level: usize) -> Result<CpuProgram, Diag> {
-    let l = layout(f)?;
-    let text = cpu_mlir_with(f, &l)?;
+// SAFETY: the JIT code and the engine are immutable after compilation; the
+// kernels are pure functions of the buffers they are given.
+unsafe impl Send for CpuKernels {}
+unsafe impl Sync for CpuKernels {}
+
+/// JIT-compiles every kernel of `cache` (LLVM -O`opt`).
+pub fn compile_kernels(cache: &KernelCache, opt: usize) -> Result<CpuKernels, Diag> {
+    let w = lanes();
+    let text = kernels_mlir(cache, w)?;
     let m = Mlir::new();
+    let bad = |e: String| Diag::error(Loc::unknown(), format!("compiling the kernels for the cpu backend failed: {e}"));
     let engine = {
-        let mut module = m.parse(&text).map_err(|e| internal(f, e))?;
-        m.run(&mut module, CPU_PIPELINE).map_err(|e| internal(f, e))?;
-        ExecutionEngine::new(&module, opt_level.min(3), &[], false, false)
+        let mut module = m.parse(&text).map_err(bad)?;
+        m.run(&mut module, CPU_PIPELINE).map_err(bad)?;
+        ExecutionEngine::new(&module, opt.min(3), &[], false, false)
     };
-    let entry = symbol_name(&f.name);
-    if engine.lookup(&format!("_mlir_ciface_{entry}")).is_null() {
-        return Err(internal(f, format!("the JIT has no symbol for @{entry}: {}", m.take_diags())));
+    let mut ptrs = Vec::with_capacity(cache.len());
+    for (i, k) in cache.kernels.iter().enumerate() {
+        let p = engine.lookup(&kernel_symbol(i));
+        if p.is_null() {
+            return Err(bad(format!("the JIT has no symbol for kernel {} {}", kernel_symbol(i), m.take_diags())));
+        }
+        ptrs.push((p, k.num_ptrs()));
     }
-    Ok(CpuProgram { engine, _mlir: m, layout: l, entry, mlir: text })
+    Ok(CpuKernels { engine, _mlir: m, ptrs, mlir: text, lanes: w })
 }
 
-/// A 1-D memref descriptor: allocated and aligned pointers, offset, size, stride.
-#[repr(C)]
-struct Desc1 {
-    alloc: *mut u8,
-    align: *mut u8,
-    offset: i64,
-    size: i64,
-    stride: i64,
+macro_rules! call_arity {
+    ($f:expr, $p:expr, $lo:expr, $hi:expr, $($i:tt)*) => {{
+        let f: extern "C" fn($(call_arity!(@ty $i),)* i64, i64) = std::mem::transmute($f);
+        f($($p[$i],)* $lo, $hi)
+    }};
+    (@ty $i:tt) => { *mut f32 };
 }
 
-impl CpuProgram {
-    /// Runs the step: `arena` must be exactly `layout.arena_bytes` long and
-    /// 4-byte aligned; `inputs[i]` has the element count of argument i.
-    /// Inputs are only read (they are passed as mutable memrefs to the ABI but
-    /// the code never stores to argument views).
-    pub fn run(&self, arena: &mut [u8], inputs: &[&[f32]]) -> Result<(), String> {
-        let l = &self.layout;
-        if arena.len() as u64 != l.arena_bytes {
-            return Err(format!("arena has {} bytes, @{} needs exactly {}", arena.len(), l.func, l.arena_bytes));
+impl CpuKernels {
+    pub fn len(&self) -> usize {
+        self.ptrs.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.ptrs.is_empty()
+    }
+    /// Calls kernel `k` on `ptrs` over `[lo, hi)` of its split loop.
+    ///
+    /// # Safety
+    /// `ptrs` must point to buffers of the sizes the kernel was compiled
+    /// for (its inputs, outputs, workspace), valid for the call; ranges
+    /// given to concurrent calls must not overlap.
+    pub unsafe fn call(&self, k: usize, ptrs: &[*mut f32], lo: i64, hi: i64) -> Result<(), String> {
+        let Some(&(f, n)) = self.ptrs.get(k) else { return Err(format!("no kernel {k}")) };
+        if ptrs.len() != n {
+            return Err(format!("kernel {k} takes {n} pointers, {} given", ptrs.len()));
         }
-        if !(arena.as_ptr() as usize).is_multiple_of(4) {
-            return Err("arena is not 4-byte aligned".into());
-        }
-        if inputs.len() != l.inputs.len() {
-            return Err(format!("@{} takes {} arguments, {} given", l.func, l.inputs.len(), inputs.len()));
-        }
-        for (i, (t, x)) in l.inputs.iter().zip(inputs).enumerate() {
-            if x.len() as u64 != t.elems() {
-                return Err(format!("argument {i} of @{} needs {} elements ({t}), got {}", l.func, t.elems(), x.len()));
+        let _ = &self.engine;
+        // SAFETY: `f` is the JIT's function for kernel k, whose C signature
+        // is `n` float pointers then two i64 (see the module doc).
+        unsafe {
+            match n {
+                1 => call_arity!(f, ptrs, lo, hi, 0),
+                2 => call_arity!(f, ptrs, lo, hi, 0 1),
+                3 => call_arity!(f, ptrs, lo, hi, 0 1 2),
+                4 => call_arity!(f, ptrs, lo, hi, 0 1 2 3),
+                5 => call_arity!(f, ptrs, lo, hi, 0 1 2 3 4),
+                6 => call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5),
+                7 => call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6),
+                8 => call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7),
+                9 => call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8),
+                10 => call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8 9),
+                11 => call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8 9 10),
+                12 => call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8 9 10 11),
+                13 => call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8 9 10 11 12),
+                14 => call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8 9 10 11 12 13),
+                15 => call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14),
+                16 => call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15),
+                17 => call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16),
+                18 => call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17),
+                19 => call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18),
+                20 => call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19),
+                21 => call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20),
+                22 => call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21),
+                23 => call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22),
+                24 => call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23),
+                25 => call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24),
+                26 => call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25),
+                27 => call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26),
+                28 => call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27),
+                29 => call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28),
+                30 => call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29),
+                31 => call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30),
+                32 => call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31),
+                _ => return Err(format!("kernel {k} takes {n} pointers; at most {MAX_KERNEL_PTRS} are supported")),
             }
         }
-        let mut descs: Vec<Desc1> = Vec::with_capacity(1 + inputs.len());
-        let a = arena.as_mut_ptr();
-        descs.push(Desc1 { alloc: a, align: a, offset: 0, size: arena.len() as i64, stride: 1 });
-        for x in inputs {
-            let p = x.as_ptr() as *mut u8;
-            descs.push(Desc1 { alloc: p, align: p, offset: 0, size: (x.len() * 4) as i64, stride: 1 });
-        }
-        let mut ptrs: Vec<*mut Desc1> = descs.iter_mut().map(|d| d as *mut Desc1).collect();
-        let mut args: Vec<*mut ()> = ptrs.iter_mut().map(|p| p as *mut *mut Desc1 as *mut ()).collect();
-        // SAFETY: each argument points to a live descriptor of a buffer of the
-        // size the compiled code was specialised to (checked above).
-        unsafe { self.engine.invoke_packed(&self.entry, &mut args) }
-            .map_err(|e| format!("calling the JIT-compiled @{} failed: {e}", l.func))
-    }
-
-    /// Reads the results after `run`, in order.
-    pub fn outputs(&self, arena: &[u8], inputs: &[&[f32]]) -> Vec<Vec<f32>> {
-        self.layout
-            .outputs
-            .iter()
-            .map(|(t, p)| {
-                let n = t.elems() as usize;
-                match p.buf {
-                    Buf::Input(i) => inputs.get(i).map(|x| x.to_vec()).unwrap_or_default(),
-                    Buf::Arena => {
-                        let o = p.offset as usize;
-                        arena
-                            .get(o..o + 4 * n)
-                            .map(|b| b.chunks_exact(4).map(|c| f32::from_ne_bytes([c[0], c[1], c[2], c[3]])).collect())
-                            .unwrap_or_default()
-                    }
-                }
-            })
-            .collect()
+        Ok(())
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use ckopt_ir::ops::{ATTR_ARENA_BYTES, ATTR_OFFSET};
-    use ckopt_ir::{Attr, Attrs, Loc, OpKind, TensorType, attrs};
-
-    /// Plans a function naively: every op result gets its own slot.
-    pub(crate) fn naive_plan(f: &mut Func) {
-        let mut off = 0i64;
-        let tys: Vec<u64> = f.body.iter().map(|o| o.result.map(|r| f.ty(r).bytes()).unwrap_or(0)).collect();
-        for (op, b) in f.body.iter_mut().zip(tys) {
-            if op.result.is_some() {
-                op.attrs.insert(ATTR_OFFSET.into(), Attr::Int(off));
-                off += (b as i64 + 63) / 64 * 64;
-            }
+/// Every function of a planned module for the cpu backend: the step
+/// programs (as `//` comments, one line per step) and the distinct kernels
+/// as one upstream MLIR module.
+pub fn cpu_module_mlir(m: &ckopt_ir::Module) -> Result<String, Diag> {
+    let (programs, cache) = module_programs(m)?;
+    let mut s = String::new();
+    for p in &programs {
+        for line in p.describe(kernel_symbol).lines() {
+            let _ = writeln!(s, "// {line}");
         }
-        f.attrs.insert(ATTR_ARENA_BYTES.into(), Attr::Int(off));
     }
+    s.push_str(&kernels_mlir(&cache, lanes())?);
+    Ok(s)
+}
 
-    #[test]
-    fn matmul_relu_sum_matches_a_hand_reference() {
-        let mut f = Func::new("mm", Loc::unknown());
-        let x = f.add_param("x", TensorType::f32(vec![3, 4]), false);
-        let w = f.add_param("w", TensorType::f32(vec![4, 5]), true);
-        let h = f.push(OpKind::Matmul, &[x, w], Attrs::new(), None, "h", Loc::unknown()).unwrap();
-        let a = f.push(OpKind::Relu, &[h], Attrs::new(), None, "a", Loc::unknown()).unwrap();
-        let s = f
-            .push(OpKind::ReduceSum, &[a], attrs([("dims", Attr::IntArray(vec![0, 1]))]), None, "s", Loc::unknown())
-            .unwrap();
-        f.push_return(&[s, a], Loc::unknown());
-        naive_plan(&mut f);
-        let p = compile_cpu(&f, 2).unwrap();
-        let xs: Vec<f32> = (0..12).map(|i| i as f32 * 0.25 - 1.0).collect();
-        let ws: Vec<f32> = (0..20).map(|i| (i % 7) as f32 * 0.5 - 1.5).collect();
-        let mut arena = vec![0u8; p.layout.arena_bytes as usize];
-        p.run(&mut arena, &[&xs, &ws]).unwrap();
-        let out = p.outputs(&arena, &[&xs, &ws]);
-        let mut want = vec![0f32; 15];
-        for i in 0..3 {
-            for j in 0..5 {
-                let mut acc = 0f32;
-                for k in 0..4 {
-                    acc += xs[i * 4 + k] * ws[k * 5 + j];
-                }
-                want[i * 5 + j] = acc.max(0.0);
-            }
+/// The kernels of a planned module as LLVM IR, after the step programs as `;` comments.
+pub fn cpu_module_llvm_ir(m: &ckopt_ir::Module) -> Result<String, Diag> {
+    let (programs, cache) = module_programs(m)?;
+    let mut s = String::new();
+    for p in &programs {
+        for line in p.describe(kernel_symbol).lines() {
+            let _ = writeln!(s, "; {line}");
         }
-        assert_eq!(out[1], want);
-        assert!((out[0][0] - want.iter().sum::<f32>()).abs() < 1e-5);
     }
+    s.push_str(&kernels_llvm_ir(&cache, lanes())?);
+    Ok(s)
+}
+
+/// The step programs of every function of `m` and their shared kernels.
+pub fn module_programs(m: &ckopt_ir::Module) -> Result<(Vec<ckopt_kernels::StepProgram>, KernelCache), Diag> {
+    let mut cache = KernelCache::new();
+    let programs = m.funcs.iter().map(|f| ckopt_kernels::build_program(f, &mut cache)).collect::<Result<Vec<_>, _>>()?;
+    Ok((programs, cache))
 }

@@ -20,10 +20,10 @@
 //! functions (exp, log, tanh, sigmoid, sqrt, rsqrt) need libdevice
 //! (`PtxOptions::libdevice`, else `$CKOPT_LIBDEVICE`), else a named error.
 
-use crate::cpu::{mlir_loc, needs_temp, symbol_name};
+use crate::cpu::{mlir_loc, symbol_name};
 use crate::emit::{self, Em, Mem};
 use crate::mlir::Mlir;
-use crate::plan::{Buf, Layout, layout};
+use ckopt_kernels::{Buf, Layout, Place, layout};
 use ckopt_ir::{Diag, Func, OpKind};
 use melior::ir::attribute::{ArrayAttribute, Attribute, AttributeLike};
 use melior::ir::operation::OperationLike;
@@ -78,9 +78,27 @@ pub struct PtxProgram {
     pub sm: u32,
 }
 
+fn byte_range(f: &Func, v: ckopt_ir::ValueId, p: Place) -> (Buf, u64, u64) {
+    (p.buf, p.offset, p.offset + f.ty(v).bytes())
+}
+
+/// Whether the result of `op` shares memory with an operand in a way that an
+/// element-by-element kernel cannot handle.
+pub fn needs_temp(f: &Func, l: &Layout, op: &ckopt_ir::Op) -> bool {
+    let Some(r) = op.result else { return false };
+    let Some(rp) = l.place_of(r) else { return false };
+    let (rb, r0, r1) = byte_range(f, r, rp);
+    op.operands.iter().any(|&o| {
+        let Some(op_) = l.place_of(o) else { return false };
+        let (ob, o0, o1) = byte_range(f, o, op_);
+        let overlap = ob == rb && o0 < r1 && r0 < o1;
+        overlap && !(emit::inplace_safe(op) && o0 == r0)
+    })
+}
+
 fn uses_math(k: OpKind) -> bool {
     use OpKind::*;
-    matches!(k, Exp | Log | Tanh | Sigmoid | Sqrt | Rsqrt)
+    matches!(k, Exp | Log | Tanh | Sigmoid | Sqrt | Rsqrt | Erf)
 }
 
 /// The kernels of `f` in the gpu dialect, and their launch table.

@@ -17,11 +17,12 @@ pub mod cpu;
 pub mod emit;
 pub mod gpu;
 pub mod mlir;
-pub mod plan;
+pub mod testcases;
+pub mod vemit;
 
 #[cfg(test)]
 mod tests;
 
-pub use cpu::{CpuProgram, compile_cpu, cpu_llvm_ir, cpu_llvm_ir_module, cpu_mlir, cpu_mlir_module};
+pub use cpu::{CpuKernels, compile_kernels, cpu_module_llvm_ir, cpu_module_mlir, kernels_llvm_ir, kernels_mlir, lanes, module_programs};
 pub use gpu::{Arg, Kernel, PtxOptions, PtxProgram, annotated, compile_ptx, compile_ptx_funcs, gpu_mlir, gpu_mlir_module, launch_tables};
-pub use plan::{Buf, Layout, Place, is_planned, layout};
+pub use ckopt_kernels::{Buf, Layout, Place, is_planned, layout};

@@ -627,7 +627,12 @@ fn rule(e: &mut Emitter, f: &Func, op: &Op, dy: ValueId, want: &[bool]) -> Resul
             }
         }
         AvgPool2dGrad => out.push((0, Dense(e.op(AvgPool2d, &[dy], own_attrs(op), None, &nm(0))?))),
-        Dropout => out.push((0, Dense(e.op(Dropout, &[dy], own_attrs(op), None, &nm(0))?))),
+        Dropout => {
+            // Same mask: same attributes and the same step key operand (if any).
+            let mut ops = vec![dy];
+            ops.extend(op.operands.get(1).copied());
+            out.push((0, Dense(e.op(Dropout, &ops, own_attrs(op), None, &nm(0))?)))
+        }
         Return => {
             return Err(Diag::error(op.loc.clone(), "autodiff: internal error: ck.return has no adjoint"));
         }

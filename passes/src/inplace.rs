@@ -35,7 +35,7 @@
 //! own ops with `mark_inplace_greedy`.
 
 use crate::analysis::liveness::{Liveness, liveness};
-use ckopt_ir::ops::ATTR_INPLACE;
+use ckopt_ir::ops::{ATTR_DONATE, ATTR_INPLACE};
 use ckopt_ir::{Attr, Func, OpKind};
 
 /// Op kinds that may write their result over an operand: result element i
@@ -50,13 +50,51 @@ pub fn inplace_capable(k: OpKind) -> bool {
 pub fn operand_is_overwritable(f: &Func, op_index: usize, n: usize, live: &Liveness) -> bool {
     let Some(op) = f.body.get(op_index) else { return false };
     let (Some(r), Some(&v)) = (op.result, op.operands.get(n)) else { return false };
+    let defined_before = match live.def.get(v.index()).copied().flatten() {
+        Some(d) => d < op_index,
+        // An argument may be overwritten only when the caller donated it.
+        None => f.params.iter().any(|p| p.value == v && p.attrs.contains_key(ATTR_DONATE)),
+    };
     inplace_capable(op.kind)
-        && live.def.get(v.index()).copied().flatten().is_some_and(|d| d < op_index)
+        && defined_before
         // Nothing after this op reads v; this also rules out a returned v,
         // whose last reader is `ck.return` (never an in-place op).
         && live.last_use.get(v.index()).copied().flatten() == Some(op_index)
         && f.ty(v).byte_size().is_some()
         && f.ty(v).byte_size() == f.ty(r).byte_size()
+        && fused_reads_in_step(f, op_index, v)
+}
+
+/// Inside a fusion group (one kernel, visiting elements in order), writing
+/// over `v` is safe only if the group reads `v`, and everything computed
+/// from it, at the element being written: every consumer of those values in
+/// the group is elementwise, a reshape or the reduction (no broadcast,
+/// transpose or slice that would read an element already overwritten).
+fn fused_reads_in_step(f: &Func, op_index: usize, v: ckopt_ir::ValueId) -> bool {
+    let Some(id) = f.body[op_index].int_attr(ckopt_ir::ops::ATTR_FUSION) else { return true };
+    let (mut s, mut e) = (op_index, op_index);
+    while s > 0 && f.body[s - 1].int_attr(ckopt_ir::ops::ATTR_FUSION) == Some(id) {
+        s -= 1;
+    }
+    while e + 1 < f.body.len() && f.body[e + 1].int_attr(ckopt_ir::ops::ATTR_FUSION) == Some(id) {
+        e += 1;
+    }
+    let mut derived = vec![v];
+    for op in &f.body[s..=e] {
+        if !op.operands.iter().any(|o| derived.contains(o)) {
+            continue;
+        }
+        let step_wise = inplace_capable(op.kind) || matches!(op.kind, OpKind::ReduceSum | OpKind::ReduceMax);
+        if !step_wise {
+            return false;
+        }
+        if let Some(r) = op.result
+            && inplace_capable(op.kind)
+        {
+            derived.push(r);
+        }
+    }
+    true
 }
 
 /// Whether the `ck.inplace` mark on op `op_index` is legal (false when the

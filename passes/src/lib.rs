@@ -10,6 +10,7 @@ pub mod canonicalize;
 pub mod cse;
 pub mod dce;
 pub mod eqsat;
+pub mod fuse;
 pub mod inplace;
 pub mod manager;
 pub mod memplan;
@@ -17,6 +18,8 @@ pub mod memplan_check;
 pub mod registry;
 pub mod remat;
 pub mod rewrite;
+pub mod sgd;
+pub mod train;
 
 pub use manager::{Pass, PassManager, PassOptions, Statistics, parse_pipeline};
 pub use registry::{PassInfo, registry};

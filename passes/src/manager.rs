@@ -308,7 +308,7 @@ impl PassManager {
         for (i, e) in self.entries.iter().enumerate() {
             self.stats.set_pass(e.info.name);
             let t = Instant::now();
-            let result = e.pass.run(module, &mut self.stats);
+            let result = run_keeping_fusion(e, module, &mut self.stats);
             if let Some(slot) = self.timings.get_mut(i) {
                 slot.1 += t.elapsed();
             }
@@ -346,6 +346,26 @@ impl PassManager {
         out.push_str(&format!("  {:>8.4} (100.0%)  Total\n", total.as_secs_f64()));
         out
     }
+}
+
+/// Passes that understand `ck.fusion` marks: every other pass runs on the
+/// unfused module, which is then fused again (`fuse::fuse_func`), so a pass
+/// that clones, removes or rewrites ops never leaves a broken group.
+const FUSION_AWARE: &[&str] = &["fuse", "memplan"];
+
+fn run_keeping_fusion(e: &PipelineEntry, module: &mut Module, stats: &mut Statistics) -> Result<(), Diags> {
+    if FUSION_AWARE.contains(&e.info.name) {
+        return e.pass.run(module, stats);
+    }
+    let mut fused = false;
+    for f in &mut module.funcs {
+        fused |= ckopt_ir::fusion::strip_fusion(f);
+    }
+    let r = e.pass.run(module, stats);
+    if fused {
+        crate::fuse::fuse_module(module);
+    }
+    r
 }
 
 /// Convenience for a pass error without a better location.

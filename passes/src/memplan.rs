@@ -32,7 +32,12 @@
 //! Invariants in: the module verifies; every `ck.inplace` mark is legal
 //! (`inplace::inplace_is_legal`), else a located error (run
 //! `inplace::strip_illegal_inplace` first if a pass may have broken one).
-//! Invariants out: every op result has an aligned `ck.offset`, every
+//! Fusion and donation: a value internal to a `ck.fusion` group is never
+//! stored and gets no `ck.offset`; a fusion group is one step of the
+//! schedule (liveness); a value written in place into a `{ck.donate}`
+//! argument lives in the caller's buffer and gets no `ck.offset` either.
+//!
+//! Invariants out: every stored op result has an aligned `ck.offset`, every
 //! function `ck.arena_bytes`, and `memplan_check::check_func` accepts the
 //! plan (run after the pass in debug builds and in every test).
 //!
@@ -365,11 +370,17 @@ pub fn memplan_func(f: &mut Func, align: u64) -> Result<FuncPlan, Diags> {
     for (iv, &off) in live.intervals.iter().zip(&best.offsets) {
         root_off[iv.root.index()] = Some(off);
     }
+    // Values internal to a fusion group and values living in a donated
+    // argument's buffer get no offset (their buffers have no interval).
+    let fusion = ckopt_ir::fusion::analyze(f);
     let mut values = 0;
     for op in &mut f.body {
         op.attrs.remove(ATTR_OFFSET);
         let Some(r) = op.result else { continue };
-        let off = root_off[live.buffer[r.index()].index()].unwrap_or(0);
+        if !fusion.materialized(r) {
+            continue;
+        }
+        let Some(off) = root_off[live.buffer[r.index()].index()] else { continue };
         op.attrs.insert(ATTR_OFFSET.into(), Attr::Int(off as i64));
         values += 1;
     }

@@ -15,6 +15,14 @@
 //! 4. no two values whose live ranges overlap share a byte, except a legal
 //!    in-place result and its operand at that op (the operand's last use).
 //!
+//! Fusion groups (`ck.fusion`, re-derived here from the marks): values
+//! internal to a group need no offset and are not stored; a group is one
+//! step (its values defined at its first op, its operands read at its last);
+//! an in-place write through internal values lands where the first stored
+//! ancestor (or donated argument) lives. In-place writes into a
+//! `{ck.donate}` argument are legal at the argument's last reader, and such
+//! results need no offset.
+//!
 //! Point 4 is a sweep over the schedule with the live values kept in a
 //! `BTreeMap` by offset: they are pairwise disjoint (checked on insertion),
 //! so a new value only needs comparing with its two neighbours.
@@ -23,7 +31,7 @@
 //! Used after memplan in debug builds, in every memplan test, and by the
 //! arena interpreter's property tests.
 
-use ckopt_ir::ops::{ATTR_ARENA_BYTES, ATTR_INPLACE, ATTR_OFFSET};
+use ckopt_ir::ops::{ATTR_ARENA_BYTES, ATTR_DONATE, ATTR_FUSION, ATTR_INPLACE, ATTR_OFFSET};
 use ckopt_ir::{Diag, Diags, Func, Module, OpKind, ValueId};
 use std::collections::BTreeMap;
 
@@ -85,10 +93,86 @@ pub fn check_func(f: &Func, align: u64) -> Result<(), Diags> {
             }
         }
     }
-    // 2. placement of each value.
+    // Fusion groups, derived here from the marks: a group is a maximal run of
+    // consecutive ops with equal `ck.fusion`; it runs as one step, so its
+    // values are defined at its first op and its operands read at its last.
+    let mut span: Vec<(usize, usize)> = (0..f.body.len()).map(|i| (i, i)).collect();
+    let mut i = 0;
+    while i < f.body.len() {
+        let id = f.body[i].int_attr(ATTR_FUSION);
+        let mut j = i;
+        while id.is_some() && j + 1 < f.body.len() && f.body[j + 1].int_attr(ATTR_FUSION) == id {
+            j += 1;
+        }
+        for k in i..=j {
+            span[k] = (i, j);
+        }
+        i = j + 1;
+    }
+    // Internal: defined in a group, read only inside it, not returned.
+    let mut internal = vec![false; nv];
+    for (i, op) in f.body.iter().enumerate() {
+        if let Some(r) = op.result
+            && r.index() < nv
+            && op.has_attr(ATTR_FUSION)
+        {
+            internal[r.index()] = !returned[r.index()];
+            let _ = i;
+        }
+    }
+    for (i, op) in f.body.iter().enumerate() {
+        for &o in &op.operands {
+            if o.index() < nv && internal[o.index()] && def[o.index()].is_some_and(|d| span[d] != span[i]) {
+                internal[o.index()] = false;
+            }
+        }
+    }
+    let mut kdef: Vec<Option<usize>> = vec![None; nv];
+    let mut klast: Vec<Option<usize>> = vec![None; nv];
+    for (i, op) in f.body.iter().enumerate() {
+        for &o in &op.operands {
+            if o.index() < nv {
+                klast[o.index()] = Some(klast[o.index()].map_or(span[i].1, |x| x.max(span[i].1)));
+            }
+        }
+        if let Some(r) = op.result
+            && r.index() < nv
+        {
+            kdef[r.index()] = Some(span[i].0);
+        }
+    }
+    let donated: Vec<bool> = {
+        let mut d = vec![false; nv];
+        for p in &f.params {
+            if p.value.index() < nv && p.attrs.contains_key(ATTR_DONATE) {
+                d[p.value.index()] = true;
+            }
+        }
+        d
+    };
+    // Where an in-place write lands: the operand, or (through internal
+    // values) the stored value or donated argument it inherits from.
+    let mut home: Vec<Option<ValueId>> = vec![None; nv];
+    for op in &f.body {
+        let (Some(r), Some(n)) = (op.result, op.int_attr(ATTR_INPLACE)) else { continue };
+        let Some(&o) = usize::try_from(n).ok().and_then(|n| op.operands.get(n)) else { continue };
+        if o.index() < nv && r.index() < nv && f.ty(o).byte_size() == f.ty(r).byte_size() {
+            // Over an internal value with no stored ancestor: nothing is overwritten.
+            home[r.index()] = if internal[o.index()] { home[o.index()] } else { Some(o) };
+        }
+    }
+    let in_arg = |v: ValueId| home[v.index()].is_some_and(|h| def[h.index()].is_none() && donated[h.index()]);
+    // 2. placement of each stored value.
     let mut place: Vec<Option<(u64, u64)>> = vec![None; nv]; // (offset, size)
     for op in &f.body {
         let Some(r) = op.result else { continue };
+        if internal[r.index()] || in_arg(r) {
+            if op.has_attr(ATTR_OFFSET) {
+                let what = if internal[r.index()] { "internal to its fusion group" } else { "in a donated argument's buffer" };
+                diags.push(err(&op.loc, format!("%{} is {what} but has a '{ATTR_OFFSET}'", f.name_of(r))));
+            }
+            continue;
+        }
         let name = f.name_of(r);
         let Some(size) = f.ty(r).byte_size() else {
             diags.push(err(&op.loc, format!("%{name} has an unknown size")));
@@ -120,29 +204,34 @@ pub fn check_func(f: &Func, align: u64) -> Result<(), Diags> {
         };
         let why = if !may_write_over_operand(op.kind) {
             Some(format!("'ck.{}' cannot write over its operand", op.kind.name()))
-        } else if def[o.index()].is_none() {
-            Some(format!("operand %{} is a function argument", f.name_of(o)))
+        } else if def[o.index()].is_none() && !donated[o.index()] {
+            Some(format!("operand %{} is a function argument not marked ck.donate", f.name_of(o)))
+        } else if !group_reads_stepwise(f, i, o, &span) {
+            Some(format!("its fusion group reads %{} (or a value computed from it) at other elements", f.name_of(o)))
         } else if returned[o.index()] {
             Some(format!("operand %{} is a function result", f.name_of(o)))
         } else if last[o.index()] != Some(i) {
             Some(format!("operand %{} is read again later", f.name_of(o)))
         } else if f.ty(o).byte_size() != f.ty(r).byte_size() {
             Some(format!("operand %{} has a different size", f.name_of(o)))
-        } else if place[o.index()].map(|p| p.0) != place[r.index()].map(|p| p.0) {
+        } else if !internal[r.index()]
+            && !in_arg(r)
+            && home[r.index()].is_some_and(|h| place[h.index()].map(|p| p.0) != place[r.index()].map(|p| p.0))
+        {
             Some(format!("result %{} is not at the offset of operand %{}", f.name_of(r), f.name_of(o)))
         } else {
             None
         };
         match why {
             Some(w) => diags.push(err(&op.loc, format!("illegal in-place: {w}"))),
-            None => inplace_src[i] = Some(o),
+            None => inplace_src[i] = home[r.index()],
         }
     }
     // 4. sweep: live values by offset, pairwise disjoint.
     let mut ends: Vec<Vec<ValueId>> = vec![Vec::new(); f.body.len() + 1];
-    for (v, d) in def.iter().enumerate() {
+    for (v, d) in kdef.iter().enumerate() {
         if let Some(d) = *d {
-            let e = last[v].unwrap_or(d).max(d);
+            let e = klast[v].unwrap_or(span[d].1).max(span[d].1);
             ends[e].push(ValueId(v as u32));
         }
     }
@@ -154,11 +243,17 @@ pub fn check_func(f: &Func, align: u64) -> Result<(), Diags> {
             active.remove(&off);
         }
     };
-    for (i, op) in f.body.iter().enumerate() {
-        if i > 0 {
-            for &v in &ends[i - 1] {
+    // Ops of a group all insert at the group's first op (kernel-level time).
+    let mut order: Vec<usize> = (0..f.body.len()).collect();
+    order.sort_by_key(|&i| (span[i].0, i));
+    let mut t = 0usize;
+    for i in order {
+        let op = &f.body[i];
+        while t < span[i].0 {
+            for &v in &ends[t] {
                 remove(&mut active, v, &place);
             }
+            t += 1;
         }
         let Some(r) = op.result else { continue };
         let Some((off, size)) = place[r.index()] else { continue };
@@ -176,14 +271,14 @@ pub fn check_func(f: &Func, align: u64) -> Result<(), Diags> {
             .or_else(|| active.range(off..end).next())
             .map(|(&s, &(e, v))| (s, e, v));
         if let Some((s, e, v)) = clash {
-            let vd = def[v.index()].unwrap_or(0);
-            let vl = last[v.index()].unwrap_or(vd).max(vd);
+            let vd = kdef[v.index()].unwrap_or(0);
+            let vl = klast[v.index()].unwrap_or(vd).max(vd);
             let d = err(
                 &op.loc,
                 format!(
                     "%{} (live at ops {i}..={}) at bytes [{off}, {end}) overlaps %{} (live at ops {vd}..={vl}) at bytes [{s}, {e})",
                     f.name_of(r),
-                    last[r.index()].unwrap_or(i).max(i),
+                    klast[r.index()].unwrap_or(i).max(i),
                     f.name_of(v)
                 ),
             )
@@ -194,4 +289,31 @@ pub fn check_func(f: &Func, align: u64) -> Result<(), Diags> {
         active.insert(off, (end, r));
     }
     diags.into_result()
+}
+
+/// Whether the fusion group of op `i` reads `o`, and every value it computes
+/// from `o`, only element by element (elementwise ops, reshape, the
+/// reduction), so an in-place write over `o` cannot clobber an element the
+/// kernel still needs. Re-derived here, independently of the inplace pass.
+fn group_reads_stepwise(f: &Func, i: usize, o: ValueId, span: &[(usize, usize)]) -> bool {
+    let (s, e) = span[i];
+    if s == e {
+        return true;
+    }
+    let mut derived = vec![o];
+    for op in &f.body[s..=e] {
+        if !op.operands.iter().any(|x| derived.contains(x)) {
+            continue;
+        }
+        let reduce = matches!(op.kind, OpKind::ReduceSum | OpKind::ReduceMax);
+        if !may_write_over_operand(op.kind) && !reduce {
+            return false;
+        }
+        if let Some(r) = op.result
+            && !reduce
+        {
+            derived.push(r);
+        }
+    }
+    true
 }

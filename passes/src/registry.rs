@@ -57,6 +57,12 @@ static REGISTRY: &[PassInfo] = &[
         build: crate::dce::build,
     },
     PassInfo {
+        name: "fuse",
+        summary: "groups ops into kernels (ck.fusion): elemental chains become one loop, a reduction absorbs the elemental ops feeding it and those on its result; values inside a group are never stored",
+        options: &[],
+        build: crate::fuse::build,
+    },
+    PassInfo {
         name: "inplace",
         summary: "egg equality saturation: safe algebraic simplifications and in-place forms (ck.inplace) for ops whose operand dies there; never overwrites a buffer that is read later",
         options: &[
@@ -82,6 +88,16 @@ static REGISTRY: &[PassInfo] = &[
             OptionInfo { name: "k", help: "log: boundaries kept per recursion level (fan-out)", default: "1" },
         ],
         build: crate::remat::build,
+    },
+    PassInfo {
+        name: "sgd",
+        summary: "adds @NAME_step: the loss and the SGD-updated parameters written into the parameters' own (donated) buffers, each updated as soon as its gradient is final",
+        options: &[
+            OptionInfo { name: "lr", help: "learning rate (> 0)", default: "0.01" },
+            OptionInfo { name: "momentum", help: "momentum in [0, 1): v = momentum*v + g; p -= lr*v (0: plain SGD, no state)", default: "0" },
+            OptionInfo { name: "func", help: "only this loss function (default: every @NAME with an @NAME_grad)", default: "" },
+        ],
+        build: crate::sgd::build,
     },
 ];
 

@@ -51,6 +51,17 @@ fn check_pipeline(m: &Module, seed: u64) -> Module {
         check_func(f, 64).unwrap_or_else(|e| panic!("@{}: {e}", f.name));
     }
     verify_module(&out).unwrap_or_else(|e| panic!("{e}"));
+    // The same after fusion: groups are one step of the liveness timeline,
+    // internal values get no bytes, and the plan still holds in the arena.
+    let mut fused = m.clone();
+    for f in &mut fused.funcs {
+        inplace_func(f, Limits::default());
+        ckopt_passes::fuse::fuse_func(f);
+        assert_marks_legal(f);
+        memplan_func(f, 64).unwrap_or_else(|e| panic!("fused: {e}"));
+        check_func(f, 64).unwrap_or_else(|e| panic!("fused @{}: {e}", f.name));
+    }
+    verify_module(&fused).unwrap_or_else(|e| panic!("fused: {e}"));
     for f in &m.funcs {
         let inputs = random_inputs(f, seed);
         let want = run_func(m, &f.name, &inputs).unwrap_or_else(|e| panic!("{e}"));
@@ -58,6 +69,9 @@ fn check_pipeline(m: &Module, seed: u64) -> Module {
         let (arena, _) = run_func_in_arena(&out, &f.name, &inputs).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(bits(&plain), bits(&arena), "@{}: arena run differs from the plain run", f.name);
         assert!(same_numbers(&want, &plain), "@{}: the pass changed the results", f.name);
+        let fplain = run_func(&fused, &f.name, &inputs).unwrap_or_else(|e| panic!("{e}"));
+        let (farena, _) = run_func_in_arena(&fused, &f.name, &inputs).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(bits(&fplain), bits(&farena), "@{}: fused arena run differs from the plain run", f.name);
     }
     out
 }

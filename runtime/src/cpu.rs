@@ -1,80 +1,445 @@
-//! The CPU executor: a JIT-compiled planned function plus its arena.
+//! The CPU executor: runs a step program (`ckopt_kernels::StepProgram`) with
+//! JIT-compiled kernels (`ckopt_lower::compile_kernels`), GEMMs from the
+//! `gemm` crate and convolutions as im2col + GEMM, in one host arena of
+//! exactly `ck.arena_bytes` plus one workspace.
 //!
-//! The arena (exactly `ck.arena_bytes`, 64-byte aligned) is allocated once
-//! and reused by every step; argument tensors are passed as their own
-//! buffers. Step time is wall-clock time of the JIT call. Optimisation level:
-//! `default_opt_level`.
+//! Buffers: the arena and the workspace are allocated once (64-byte
+//! aligned, zeroed) and reused by every step; each argument has a resident
+//! buffer (`set_arg`), so training keeps parameters and optimizer state in
+//! place across steps: the step writes updated parameters into them
+//! (donated arguments) and only the loss needs reading back.
+//!
+//! Threads: kernels whose outermost loop is splittable and that visit at
+//! least `PAR_MIN_WORK` elements run as contiguous ranges on the rayon pool;
+//! GEMMs use the gemm crate's rayon parallelism above `GEMM_PAR_MIN_FLOPS`.
+//! Every element is computed by the same code whatever the split (a GEMM
+//! splits its output, never its sum), so a step gives the same bits run to
+//! run.
+//!
+//! Errors (never a panic): a step naming an op the backend cannot run, a
+//! kernel the JIT did not produce, inputs of the wrong shape.
 
 use crate::arena::Arena;
 use crate::report::Report;
 use ckopt_interp::{Tensor, check_inputs};
-use ckopt_ir::{Diag, Func};
-use ckopt_lower::{CpuProgram, compile_cpu};
+use ckopt_ir::{Diag, Func, Loc};
+use ckopt_kernels::{BufId, Conv, ConvKind, Gemm, KernelCache, Slot, Step, StepProgram, build_program};
+use ckopt_lower::{CpuKernels, compile_kernels};
+use std::sync::Arc;
 use std::time::Instant;
 
-/// LLVM -O2 for functions of up to 200 ops, -O0 above. Measured on this
-/// project's machine: JIT time at -O2 grows ~10 ms per op (20 s for a
-/// 2000-op gradient, 0.5 s at -O0) while the step time of these naive
-/// kernels is the same within noise (latency-bound accumulation chains:
-/// 520 vs 560 ms for a 512x256x256 resmlp step).
-pub fn default_opt_level(func: &Func) -> usize {
-    if func.body.len() <= 200 { 2 } else { 0 }
+/// Kernels visiting fewer elements run on one thread.
+pub const PAR_MIN_WORK: u64 = 1 << 15;
+/// GEMMs of fewer flops run on one thread.
+pub const GEMM_PAR_MIN_FLOPS: u64 = 1 << 20;
+
+/// A module's functions compiled for the cpu: programs plus one kernel JIT.
+pub struct CpuModule {
+    pub cache: KernelCache,
+    pub programs: Vec<StepProgram>,
+    pub kernels: Arc<CpuKernels>,
+    pub compile_ms: f64,
 }
 
+impl CpuModule {
+    /// Builds the step programs of `funcs` (planned) and compiles their
+    /// distinct kernels once (LLVM -O3).
+    pub fn compile(funcs: &[&Func]) -> Result<CpuModule, Diag> {
+        let t = Instant::now();
+        let mut cache = KernelCache::new();
+        let mut programs = Vec::with_capacity(funcs.len());
+        for f in funcs {
+            programs.push(build_program(f, &mut cache)?);
+        }
+        let kernels = compile_kernels(&cache, 3).map_err(|d| {
+            let loc = funcs.first().map(|f| f.loc.clone()).unwrap_or_default();
+            Diag::error(loc, d.message)
+        })?;
+        Ok(CpuModule { cache, programs, kernels: Arc::new(kernels), compile_ms: t.elapsed().as_secs_f64() * 1e3 })
+    }
+}
+
+/// A raw pointer that may cross to a worker thread (the ranges given to
+/// concurrent kernel calls are disjoint).
+#[derive(Clone, Copy)]
+struct SendPtr(*mut f32);
+// SAFETY: used only for disjoint ranges of buffers that outlive the scope.
+unsafe impl Send for SendPtr {}
+unsafe impl Sync for SendPtr {}
+
 pub struct CpuExecutor {
-    prog: CpuProgram,
+    prog: StepProgram,
+    /// Per kernel of the module: (split extent, work).
+    split: Vec<(u64, u64)>,
+    kernels: Arc<CpuKernels>,
     arena: Arena,
+    workspace: Arena,
+    args: Vec<Vec<f32>>,
+    threads: usize,
     func: Func,
     report: Report,
 }
 
+fn diag(f: &Func, m: String) -> Diag {
+    Diag::error(f.loc.clone(), m)
+}
+
 impl CpuExecutor {
-    /// Compiles `func` (planned by memplan) at `default_opt_level` and
-    /// allocates its arena.
+    /// Compiles `func` (planned by memplan) alone and allocates its buffers.
     pub fn new(func: &Func) -> Result<CpuExecutor, Diag> {
-        Self::with_opt_level(func, default_opt_level(func))
+        let m = CpuModule::compile(&[func])?;
+        let prog = m.programs.into_iter().next().ok_or_else(|| diag(func, "no program".into()))?;
+        let mut e = CpuExecutor::from_program(func, prog, &m.cache, m.kernels)?;
+        e.report.compile_ms = m.compile_ms;
+        Ok(e)
     }
 
-    /// Compiles at LLVM optimisation level `opt` (0..=3).
-    pub fn with_opt_level(func: &Func, opt: usize) -> Result<CpuExecutor, Diag> {
-        let t = Instant::now();
-        let prog = compile_cpu(func, opt)?;
-        let compile_ms = t.elapsed().as_secs_f64() * 1e3;
-        let arena = Arena::new(prog.layout.arena_bytes).map_err(|m| Diag::error(func.loc.clone(), m))?;
+    /// An executor for one program of a compiled module.
+    pub fn from_program(func: &Func, prog: StepProgram, cache: &KernelCache, kernels: Arc<CpuKernels>) -> Result<CpuExecutor, Diag> {
+        let arena = Arena::new(prog.arena_bytes).map_err(|m| diag(func, m))?;
+        let workspace = Arena::new(prog.workspace_bytes).map_err(|m| diag(func, m))?;
+        let args: Vec<Vec<f32>> = prog.args.iter().map(|a| vec![0.0; a.shape.iter().product::<u64>() as usize]).collect();
         let report = Report {
             backend: "cpu".into(),
             function: func.name.clone(),
-            arena_bytes: prog.layout.arena_bytes,
+            arena_bytes: prog.arena_bytes,
             arena_allocated_bytes: arena.len() as u64,
-            input_bytes: prog.layout.inputs.iter().map(|t| t.bytes()).sum(),
-            compile_ms,
+            input_bytes: args.iter().map(|a| 4 * a.len() as u64).sum(),
+            workspace_bytes: workspace.len() as u64,
+            kernels: Some(prog.steps.iter().filter(|s| matches!(s, Step::Kernel { .. })).count()),
+            distinct_kernels: Some(cache.len()),
+            threads: Some(rayon::current_num_threads()),
             ..Default::default()
         };
-        Ok(CpuExecutor { prog, arena, func: func.clone(), report })
+        let split = cache.kernels.iter().map(|k| (k.split, k.work)).collect();
+        Ok(CpuExecutor {
+            prog,
+            split,
+            kernels,
+            arena,
+            workspace,
+            args,
+            threads: rayon::current_num_threads().max(1),
+            func: func.clone(),
+            report,
+        })
     }
 
-    /// The MLIR text that was compiled.
-    pub fn mlir(&self) -> &str {
-        &self.prog.mlir
+    pub fn program(&self) -> &StepProgram {
+        &self.prog
     }
 
-    /// Runs one step on `inputs` (one tensor per argument).
-    pub fn step(&mut self, inputs: &[Tensor]) -> Result<Vec<Tensor>, Diag> {
-        check_inputs(&self.func, inputs)?;
-        let ins: Vec<&[f32]> = inputs.iter().map(|t| t.data.as_slice()).collect();
+    /// Copies `t` into argument `i`'s resident buffer.
+    pub fn set_arg(&mut self, i: usize, t: &Tensor) -> Result<(), Diag> {
+        let want: Vec<usize> = self.prog.args.get(i).map(|a| a.shape.iter().map(|&d| d as usize).collect()).unwrap_or_default();
+        match self.args.get_mut(i) {
+            Some(buf) if t.shape == want && t.data.len() == buf.len() => {
+                buf.copy_from_slice(&t.data);
+                Ok(())
+            }
+            _ => Err(diag(&self.func, format!("argument {i} of @{} needs shape {want:?}, got {:?}", self.func.name, t.shape))),
+        }
+    }
+
+    /// The current contents of argument `i` (after a step: updated
+    /// parameters for donated ones).
+    pub fn arg(&self, i: usize) -> Option<Tensor> {
+        let a = self.prog.args.get(i)?;
+        Some(Tensor { shape: a.shape.iter().map(|&d| d as usize).collect(), data: self.args.get(i)?.clone() })
+    }
+
+    fn base(&mut self, b: BufId) -> *mut f32 {
+        match b {
+            BufId::Arena => self.arena.as_mut_slice().as_mut_ptr() as *mut f32,
+            BufId::Workspace => self.workspace.as_mut_slice().as_mut_ptr() as *mut f32,
+            BufId::Arg(i) => self.args.get_mut(i as usize).map(|a| a.as_mut_ptr()).unwrap_or(std::ptr::null_mut()),
+        }
+    }
+
+    fn ptr(&mut self, s: &Slot) -> *mut f32 {
+        let b = self.base(s.buf);
+        // SAFETY: the program builder checked every slot lies in its buffer.
+        unsafe { (b as *mut u8).add(s.offset as usize) as *mut f32 }
+    }
+
+    /// Runs the program once on the resident argument buffers.
+    pub fn run(&mut self) -> Result<(), Diag> {
         let t = Instant::now();
-        self.prog.run(self.arena.as_mut_slice(), &ins).map_err(|m| Diag::error(self.func.loc.clone(), m))?;
+        let steps = std::mem::take(&mut self.prog.steps);
+        let r = self.run_steps(&steps);
+        self.prog.steps = steps;
+        r?;
         self.report.step_ms = t.elapsed().as_secs_f64() * 1e3;
         self.report.steps += 1;
-        let outs = self.prog.outputs(self.arena.as_slice(), &ins);
-        Ok(outs
-            .into_iter()
-            .zip(&self.prog.layout.outputs)
-            .map(|(data, (ty, _))| Tensor { shape: ty.shape.iter().map(|&d| d as usize).collect(), data })
-            .collect())
+        Ok(())
+    }
+
+    fn run_steps(&mut self, steps: &[Step]) -> Result<(), Diag> {
+        for s in steps {
+            let res = match s {
+                Step::Kernel { kernel, args, .. } => self.kernel(*kernel as usize, args),
+                Step::Gemm { gemm, .. } => {
+                    let (a, b, c) = (self.ptr(&gemm.a), self.ptr(&gemm.b), self.ptr(&gemm.c));
+                    // SAFETY: slots checked by the builder; sizes from the same gemm.
+                    unsafe { run_gemm(gemm, a, b, c, self.threads) };
+                    Ok(())
+                }
+                Step::Conv { conv, .. } => {
+                    let (x, w, y) = (self.ptr(&conv.x), self.ptr(&conv.wt), self.ptr(&conv.y));
+                    let ws = self.base(BufId::Workspace);
+                    // SAFETY: as above; the workspace holds one image's columns.
+                    unsafe { run_conv(conv, x, w, y, ws, self.threads) };
+                    Ok(())
+                }
+            };
+            res.map_err(|m| {
+                let op = s.op();
+                Diag::error(Loc::unknown(), format!("cpu backend: {} at {} failed: {m}", op.name, op.loc))
+            })?;
+        }
+        Ok(())
+    }
+
+    fn kernel(&mut self, k: usize, slots: &[Slot]) -> Result<(), String> {
+        let ptrs: Vec<*mut f32> = slots.iter().map(|s| self.ptr(s)).collect();
+        let (split, work) = self.split.get(k).copied().unwrap_or((0, 0));
+        let kernels = &self.kernels;
+        if split >= 2 && work >= PAR_MIN_WORK && self.threads > 1 {
+            let parts = (self.threads as u64).min(split);
+            let sp: Vec<SendPtr> = ptrs.iter().map(|&p| SendPtr(p)).collect();
+            let errs: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+            rayon::scope(|sc| {
+                for t in 0..parts {
+                    let (lo, hi) = (split * t / parts, split * (t + 1) / parts);
+                    let sp = &sp;
+                    let errs = &errs;
+                    sc.spawn(move |_| {
+                        let ps: Vec<*mut f32> = sp.iter().map(|p| p.0).collect();
+                        // SAFETY: disjoint ranges of the kernel's split loop.
+                        if let Err(e) = unsafe { kernels.call(k, &ps, lo as i64, hi as i64) }
+                            && let Ok(mut v) = errs.lock()
+                        {
+                            v.push(e);
+                        }
+                    });
+                }
+            });
+            return match errs.into_inner().unwrap_or_default().into_iter().next() {
+                Some(e) => Err(e),
+                None => Ok(()),
+            };
+        }
+        // SAFETY: pointers into live buffers of the sizes the kernel expects.
+        unsafe { kernels.call(k, &ptrs, 0, split as i64) }
+    }
+
+    /// Reads result `j` after a step.
+    pub fn result(&self, j: usize) -> Option<Tensor> {
+        let r = self.prog.results.get(j)?;
+        let n = r.shape.iter().product::<u64>() as usize;
+        let bytes: &[u8] = match r.slot.buf {
+            BufId::Arena => self.arena.as_slice(),
+            BufId::Workspace => self.workspace.as_slice(),
+            BufId::Arg(i) => {
+                let a = self.args.get(i as usize)?;
+                return Some(Tensor { shape: r.shape.iter().map(|&d| d as usize).collect(), data: a.clone() });
+            }
+        };
+        let o = r.slot.offset as usize;
+        let data = bytes.get(o..o + 4 * n)?.chunks_exact(4).map(|c| f32::from_ne_bytes([c[0], c[1], c[2], c[3]])).collect();
+        Some(Tensor { shape: r.shape.iter().map(|&d| d as usize).collect(), data })
+    }
+
+    /// Runs one step on `inputs` (one tensor per argument) and returns the results.
+    pub fn step(&mut self, inputs: &[Tensor]) -> Result<Vec<Tensor>, Diag> {
+        check_inputs(&self.func, inputs)?;
+        for (i, t) in inputs.iter().enumerate() {
+            self.set_arg(i, t)?;
+        }
+        self.run()?;
+        (0..self.prog.results.len())
+            .map(|j| self.result(j).ok_or_else(|| diag(&self.func, format!("result {j} cannot be read back"))))
+            .collect()
     }
 
     pub fn report(&self) -> Report {
         self.report.clone()
+    }
+}
+
+/// `C = op(A) · op(B)` per batch matrix with the gemm crate.
+///
+/// # Safety
+/// `a`, `b`, `c` point to `batch` contiguous matrices of the sizes in `g`.
+pub unsafe fn run_gemm(g: &Gemm, a: *const f32, b: *const f32, c: *mut f32, threads: usize) {
+    let (m, n, k) = (g.m as usize, g.n as usize, g.k as usize);
+    let (a_cs, a_rs) = if g.trans_a { (m as isize, 1) } else { (1, k as isize) };
+    let (b_cs, b_rs) = if g.trans_b { (k as isize, 1) } else { (1, n as isize) };
+    let par = if threads > 1 && g.m * g.n * g.k >= GEMM_PAR_MIN_FLOPS {
+        gemm::Parallelism::Rayon(threads)
+    } else {
+        gemm::Parallelism::None
+    };
+    for bi in 0..g.batch as usize {
+        // SAFETY: per the contract, batch matrix bi lies inside each buffer.
+        unsafe {
+            gemm::gemm(
+                m,
+                n,
+                k,
+                c.add(bi * m * n),
+                1,
+                n as isize,
+                false,
+                a.add(bi * m * k),
+                a_cs,
+                a_rs,
+                b.add(bi * k * n),
+                b_cs,
+                b_rs,
+                0.0f32,
+                1.0f32,
+                false,
+                false,
+                false,
+                par,
+            );
+        }
+    }
+}
+
+/// One image's im2col: `cols[(c·KH + i)·KW + j][oh·OW + ow] = x[c, oh·sh + i - ph, ow·sw + j - pw]` (0 outside).
+fn im2col(cv: &Conv, x: &[f32], cols: &mut [f32]) {
+    let (h, w, oh, ow) = (cv.h as usize, cv.w as usize, cv.oh as usize, cv.ow as usize);
+    let (kh, kw, sh, sw, ph, pw) = (cv.kh as usize, cv.kw as usize, cv.sh as usize, cv.sw as usize, cv.ph as isize, cv.pw as isize);
+    let ohw = oh * ow;
+    for c in 0..cv.c as usize {
+        for i in 0..kh {
+            for j in 0..kw {
+                let row = &mut cols[((c * kh + i) * kw + j) * ohw..][..ohw];
+                for y in 0..oh {
+                    let hy = (y * sh + i) as isize - ph;
+                    let out = &mut row[y * ow..][..ow];
+                    if hy < 0 || hy >= h as isize {
+                        out.fill(0.0);
+                        continue;
+                    }
+                    let src = &x[(c * h + hy as usize) * w..][..w];
+                    for (xo, o) in out.iter_mut().enumerate() {
+                        let wx = (xo * sw + j) as isize - pw;
+                        *o = if wx >= 0 && wx < w as isize { src[wx as usize] } else { 0.0 };
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The adjoint of `im2col`: `dx[c, ...] += cols[...]`, in row-major order of
+/// the columns (a fixed order: deterministic).
+fn col2im(cv: &Conv, cols: &[f32], dx: &mut [f32]) {
+    let (h, w, oh, ow) = (cv.h as usize, cv.w as usize, cv.oh as usize, cv.ow as usize);
+    let (kh, kw, sh, sw, ph, pw) = (cv.kh as usize, cv.kw as usize, cv.sh as usize, cv.sw as usize, cv.ph as isize, cv.pw as isize);
+    let ohw = oh * ow;
+    dx.fill(0.0);
+    for c in 0..cv.c as usize {
+        for i in 0..kh {
+            for j in 0..kw {
+                let row = &cols[((c * kh + i) * kw + j) * ohw..][..ohw];
+                for y in 0..oh {
+                    let hy = (y * sh + i) as isize - ph;
+                    if hy < 0 || hy >= h as isize {
+                        continue;
+                    }
+                    let dst = &mut dx[(c * h + hy as usize) * w..][..w];
+                    for xo in 0..ow {
+                        let wx = (xo * sw + j) as isize - pw;
+                        if wx >= 0 && wx < w as isize {
+                            dst[wx as usize] += row[y * ow + xo];
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A convolution or one of its gradients as im2col/col2im + GEMM, one image
+/// at a time (the workspace holds one image's columns).
+///
+/// # Safety
+/// The pointers hold the tensors of `cv` (x: N·C·H·W, w: F·C·KH·KW,
+/// y: N·F·OH·OW floats), `ws` at least `cv.cols()` floats, all disjoint
+/// except as the op's semantics allow (they are distinct values).
+pub unsafe fn run_conv(cv: &Conv, x: *mut f32, w: *mut f32, y: *mut f32, ws: *mut f32, threads: usize) {
+    let (n, c, f) = (cv.n as usize, cv.c as usize, cv.f as usize);
+    let ckk = c * (cv.kh * cv.kw) as usize;
+    let ohw = (cv.oh * cv.ow) as usize;
+    let chw = c * (cv.h * cv.w) as usize;
+    let fohw = f * ohw;
+    let cols_n = ckk * ohw;
+    // SAFETY: sizes per the contract.
+    let cols = unsafe { std::slice::from_raw_parts_mut(ws, cols_n) };
+    let gemm1 = |m: usize, nn: usize, k: usize, dst: *mut f32, read: bool, lhs: *const f32, lcs: isize, lrs: isize, rhs: *const f32, rcs: isize, rrs: isize| {
+        let par = if threads > 1 && (m * nn * k) as u64 >= GEMM_PAR_MIN_FLOPS { gemm::Parallelism::Rayon(threads) } else { gemm::Parallelism::None };
+        // SAFETY: callers pass in-bounds row-major matrices.
+        unsafe { gemm::gemm(m, nn, k, dst, 1, nn as isize, read, lhs, lcs, lrs, rhs, rcs, rrs, 1.0f32, 1.0f32, false, false, false, par) }
+    };
+    match cv.kind {
+        ConvKind::Forward => {
+            for img in 0..n {
+                // SAFETY: image img of x and y.
+                let xi = unsafe { std::slice::from_raw_parts(x.add(img * chw), chw) };
+                im2col(cv, xi, cols);
+                // y[img] (F x OHW) = W (F x CKK) . cols (CKK x OHW)
+                gemm1(f, ohw, ckk, unsafe { y.add(img * fohw) }, false, w, 1, ckk as isize, cols.as_ptr(), 1, ohw as isize);
+            }
+        }
+        ConvKind::GradInput => {
+            for img in 0..n {
+                // cols (CKK x OHW) = W^T (CKK x F) . dy[img] (F x OHW)
+                gemm1(ckk, ohw, f, cols.as_mut_ptr(), false, w, ckk as isize, 1, unsafe { y.add(img * fohw) }, 1, ohw as isize);
+                // SAFETY: image img of dx.
+                let dx = unsafe { std::slice::from_raw_parts_mut(x.add(img * chw), chw) };
+                col2im(cv, cols, dx);
+            }
+        }
+        ConvKind::GradFilter => {
+            for img in 0..n {
+                // SAFETY: image img of x.
+                let xi = unsafe { std::slice::from_raw_parts(x.add(img * chw), chw) };
+                im2col(cv, xi, cols);
+                // dW (F x CKK) (+)= dy[img] (F x OHW) . cols^T (OHW x CKK)
+                gemm1(f, ckk, ohw, w, img > 0, unsafe { y.add(img * fohw) }, 1, ohw as isize, cols.as_ptr(), ohw as isize, 1);
+            }
+            if n == 0 {
+                // SAFETY: the filter gradient has F·CKK floats.
+                unsafe { std::slice::from_raw_parts_mut(w, f * ckk) }.fill(0.0);
+            }
+        }
+    }
+}
+
+impl ckopt_interp::StepExec for CpuExecutor {
+    fn set_arg(&mut self, i: usize, t: &Tensor) -> Result<(), Diag> {
+        CpuExecutor::set_arg(self, i, t)
+    }
+    fn run(&mut self) -> Result<(), Diag> {
+        CpuExecutor::run(self)
+    }
+    fn result(&self, j: usize) -> Option<Tensor> {
+        CpuExecutor::result(self, j)
+    }
+    fn arg(&self, i: usize) -> Option<Tensor> {
+        CpuExecutor::arg(self, i)
+    }
+    fn result_in_arg(&self, j: usize) -> Option<usize> {
+        match self.prog.results.get(j)?.slot.buf {
+            BufId::Arg(i) => Some(i as usize),
+            _ => None,
+        }
+    }
+    fn peak_bytes(&self) -> u64 {
+        self.report.arena_allocated_bytes
     }
 }

@@ -13,7 +13,7 @@ pub mod cpu;
 pub mod cuda;
 pub mod report;
 
-pub use cpu::{CpuExecutor, default_opt_level};
+pub use cpu::{CpuExecutor, CpuModule};
 pub use cuda::{CudaExecutor, cuda_status};
 pub use report::Report;
 
@@ -39,7 +39,8 @@ impl Backend {
 /// A compiled function ready to run steps on one backend.
 pub enum Executor {
     Cpu(Box<CpuExecutor>),
-    Cuda(Box<CudaExecutor>),
+    /// The cuda executor with host copies of the arguments and last results.
+    Cuda(Box<CudaExecutor>, Vec<Tensor>, Vec<Tensor>),
 }
 
 impl Executor {
@@ -48,21 +49,73 @@ impl Executor {
     pub fn new(func: &Func, backend: Backend, ptx: &ckopt_lower::PtxOptions) -> Result<Executor, Diag> {
         match backend {
             Backend::Cpu => Ok(Executor::Cpu(Box::new(CpuExecutor::new(func)?))),
-            Backend::Cuda => Ok(Executor::Cuda(Box::new(CudaExecutor::new(func, ptx)?))),
+            Backend::Cuda => {
+                let args = func.params.iter().map(|p| Tensor::zeros(&func.ty(p.value).shape.iter().map(|&d| d as usize).collect::<Vec<_>>())).collect();
+                Ok(Executor::Cuda(Box::new(CudaExecutor::new(func, ptx)?), args, Vec::new()))
+            }
         }
     }
     /// Runs one step; returns the results and updates the report.
     pub fn step(&mut self, inputs: &[Tensor]) -> Result<Vec<Tensor>, Diag> {
         match self {
             Executor::Cpu(e) => e.step(inputs),
-            Executor::Cuda(e) => e.step(inputs),
+            Executor::Cuda(e, _, _) => e.step(inputs),
         }
     }
     /// What was measured so far (the last step's time, allocations, memory).
     pub fn report(&self) -> Report {
         match self {
             Executor::Cpu(e) => e.report(),
-            Executor::Cuda(e) => e.report(),
+            Executor::Cuda(e, _, _) => e.report(),
+        }
+    }
+}
+
+impl ckopt_interp::StepExec for Executor {
+    fn set_arg(&mut self, i: usize, t: &Tensor) -> Result<(), Diag> {
+        match self {
+            Executor::Cpu(e) => e.set_arg(i, t),
+            Executor::Cuda(_, args, _) => match args.get_mut(i) {
+                Some(a) if a.shape == t.shape => {
+                    *a = t.clone();
+                    Ok(())
+                }
+                _ => Err(Diag::error(Default::default(), format!("cuda backend: bad argument {i}"))),
+            },
+        }
+    }
+    fn run(&mut self) -> Result<(), Diag> {
+        match self {
+            Executor::Cpu(e) => e.run(),
+            Executor::Cuda(e, args, out) => {
+                *out = e.step(args)?;
+                Ok(())
+            }
+        }
+    }
+    fn result(&self, j: usize) -> Option<Tensor> {
+        match self {
+            Executor::Cpu(e) => e.result(j),
+            Executor::Cuda(_, _, out) => out.get(j).cloned(),
+        }
+    }
+    fn arg(&self, i: usize) -> Option<Tensor> {
+        match self {
+            Executor::Cpu(e) => e.arg(i),
+            Executor::Cuda(_, args, _) => args.get(i).cloned(),
+        }
+    }
+    fn result_in_arg(&self, j: usize) -> Option<usize> {
+        match self {
+            Executor::Cpu(e) => ckopt_interp::StepExec::result_in_arg(e.as_ref(), j),
+            Executor::Cuda(..) => None,
+        }
+    }
+    fn peak_bytes(&self) -> u64 {
+        let r = self.report();
+        match self {
+            Executor::Cpu(_) => r.arena_allocated_bytes,
+            Executor::Cuda(..) => r.device_memory_bytes.unwrap_or(0).saturating_sub(r.input_bytes),
         }
     }
 }

@@ -20,7 +20,16 @@ pub struct Report {
     /// driver's free memory from before the allocations to after the step.
     pub device_memory_bytes: Option<u64>,
     pub device: Option<String>,
+    /// Kernel calls per step.
     pub kernels: Option<usize>,
+    /// Distinct kernels compiled (the module's kernel cache).
+    pub distinct_kernels: Option<usize>,
+    /// Scratch bytes beside the arena (convolution columns, column-reduction accumulators).
+    pub workspace_bytes: u64,
+    /// Worker threads of kernels and GEMMs.
+    pub threads: Option<usize>,
+    /// Bytes copied host to device per step (cuda).
+    pub h2d_bytes_per_step: Option<u64>,
 }
 
 impl Report {
@@ -37,6 +46,10 @@ impl Report {
             "device_memory_bytes": self.device_memory_bytes,
             "device": self.device,
             "kernels": self.kernels,
+            "distinct_kernels": self.distinct_kernels,
+            "workspace_bytes": self.workspace_bytes,
+            "threads": self.threads,
+            "h2d_bytes_per_step": self.h2d_bytes_per_step,
         })
     }
 }

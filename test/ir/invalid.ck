@@ -890,7 +890,7 @@ func.func @f(%x: tensor<2xf32> {ck.param = true}) {
 // -----
 
 /// Unknown ck.* argument attributes are rejected.
-// expected-error@+1 {{@f argument #0: unknown argument attribute 'ck.parm' (known: ck.param, ck.name)}}
+// expected-error@+1 {{@f argument #0: unknown argument attribute 'ck.parm' (known: ck.param, ck.donate, ck.step, ck.opt_state, ck.name)}}
 func.func @f(%x: tensor<2xf32> {ck.parm}) {
   "ck.return"() : () -> ()
 }
@@ -941,4 +941,64 @@ func.func @f(%x: tensor<2xf32>, %a: tensor<4611686018427387903xf16>) -> tensor<2
   // expected-error@+1 {{'ck.concat' op concat size overflows}}
   %y = "ck.concat"(%a, %a, %a, %a, %a) {dim = 0 : i64} : (tensor<4611686018427387903xf16>, tensor<4611686018427387903xf16>, tensor<4611686018427387903xf16>, tensor<4611686018427387903xf16>, tensor<4611686018427387903xf16>) -> tensor<2xf16>
   "ck.return"(%x) : (tensor<2xf32>) -> ()
+}
+
+// -----
+
+/// dropout's optional step key operand is rank 0.
+func.func @f(%x: tensor<2xf32>, %s: tensor<2xf32>) -> tensor<2xf32> {
+  // expected-error@+1 {{'ck.dropout' op dropout's step key operand must be rank 0, got tensor<2xf32>}}
+  %y = "ck.dropout"(%x, %s) {rate = 0.5 : f32, seed = 1 : i64} : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+  "ck.return"(%y) : (tensor<2xf32>) -> ()
+}
+
+// -----
+
+/// The ops of one fusion group are contiguous in the schedule.
+func.func @f(%x: tensor<2xf32>) -> tensor<2xf32> {
+  %a = "ck.exp"(%x) {ck.fusion = 1 : i64} : (tensor<2xf32>) -> tensor<2xf32>
+  %b = "ck.neg"(%x) : (tensor<2xf32>) -> tensor<2xf32>
+  // expected-error@+1 {{'ck.add' op ck.fusion group 1 is not contiguous in the schedule}}
+  %c = "ck.add"(%a, %b) {ck.fusion = 1 : i64} : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+  "ck.return"(%c) : (tensor<2xf32>) -> ()
+}
+
+// -----
+
+/// A fusion group holds only elemental ops and reductions.
+func.func @f(%x: tensor<2x2xf32>) -> tensor<2x2xf32> {
+  // expected-error@+1 {{'ck.matmul' op 'ck.matmul' cannot be fused (only elemental ops and reductions can)}}
+  %a = "ck.matmul"(%x, %x) {ck.fusion = 1 : i64} : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32>
+  %b = "ck.relu"(%a) {ck.fusion = 1 : i64} : (tensor<2x2xf32>) -> tensor<2x2xf32>
+  "ck.return"(%b) : (tensor<2x2xf32>) -> ()
+}
+
+// -----
+
+/// The outputs of a loop fusion share one shape (the kernel's iteration space).
+func.func @f(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<3x2xf32>) {
+  %a = "ck.exp"(%x) {ck.fusion = 1 : i64} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  // expected-error@+1 {{'ck.transpose' op loop fusion outputs must share one shape: tensor<2x3xf32> and tensor<3x2xf32>}}
+  %b = "ck.transpose"(%a) {ck.fusion = 1 : i64, perm = [1, 0]} : (tensor<2x3xf32>) -> tensor<3x2xf32>
+  "ck.return"(%a, %b) : (tensor<2x3xf32>, tensor<3x2xf32>) -> ()
+}
+
+// -----
+
+/// A fusion group holds at most one reduction.
+func.func @f(%x: tensor<2x3xf32>) -> tensor<f32> {
+  %a = "ck.reduce_sum"(%x) {ck.fusion = 1 : i64, dims = [1]} : (tensor<2x3xf32>) -> tensor<2xf32>
+  // expected-error@+1 {{'ck.reduce_sum' op a fusion group holds at most one reduction}}
+  %b = "ck.reduce_sum"(%a) {ck.fusion = 1 : i64, dims = [0]} : (tensor<2xf32>) -> tensor<f32>
+  "ck.return"(%b) : (tensor<f32>) -> ()
+}
+
+// -----
+
+/// An epilogue op of a reduce fusion computes on the reduction's result shape.
+func.func @f(%x: tensor<2x3xf32>) -> tensor<3x2xf32> {
+  %a = "ck.reduce_sum"(%x) {ck.fusion = 1 : i64, dims = [1]} : (tensor<2x3xf32>) -> tensor<2xf32>
+  // expected-error@+1 {{'ck.broadcast' op an epilogue op of a reduce fusion must have the reduction's result shape [2]}}
+  %b = "ck.broadcast"(%a) {ck.fusion = 1 : i64, dims = [1]} : (tensor<2xf32>) -> tensor<3x2xf32>
+  "ck.return"(%b) : (tensor<3x2xf32>) -> ()
 }

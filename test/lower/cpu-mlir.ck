@@ -1,47 +1,40 @@
-/// --to=mlir: a planned function becomes one func.func over the arena:
-/// arguments are separate i8 buffers viewed as flat f32 memrefs, every op
-/// result is a memref.view of the arena at its ck.offset, an in-place op
-/// writes into its operand's view, each op is one linalg.generic; the text is
+/// --to=mlir (cpu): the step program of each function as comments (GEMM
+/// library calls and kernel calls with the arena/argument bytes they read
+/// and write), then every distinct kernel as one func.func taking bare
+/// buffers and the [lo, hi) range of its outer loop; a fusion group is one
+/// kernel whose internal values (the broadcast, the add) are never stored,
+/// and an in-place result is stored into its operand's buffer. The text is
 /// valid upstream MLIR (mlir-opt parses and verifies it).
 // REQUIRES: lower
 // RUN: ckopt-translate --to=mlir %s | FileCheck %s
 // RUN: ckopt-translate --to=mlir %s | %mlir-opt --verify-diagnostics > /dev/null
 
 module {
-  func.func @mlp(%x: tensor<2x3xf32>, %w: tensor<3x4xf32> {ck.param}) -> tensor<f32> attributes {ck.arena_bytes = 128 : i64} {
+  func.func @mlp(%x: tensor<2x3xf32>, %w: tensor<3x4xf32> {ck.param}, %b: tensor<4xf32>) -> (tensor<2x4xf32>, tensor<f32>) attributes {ck.arena_bytes = 128 : i64} {
     %h = "ck.matmul"(%x, %w) {ck.offset = 0 : i64} : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
-    %a = "ck.tanh"(%h) {ck.inplace = 0 : i64, ck.offset = 0 : i64} : (tensor<2x4xf32>) -> tensor<2x4xf32>
+    %bb = "ck.broadcast"(%b) {dims = [1], ck.fusion = 0 : i64} : (tensor<4xf32>) -> tensor<2x4xf32>
+    %z = "ck.add"(%h, %bb) {ck.fusion = 0 : i64, ck.inplace = 0 : i64} : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+    %a = "ck.tanh"(%z) {ck.fusion = 0 : i64, ck.inplace = 0 : i64, ck.offset = 0 : i64} : (tensor<2x4xf32>) -> tensor<2x4xf32>
     %l = "ck.reduce_sum"(%a) {dims = [0, 1], ck.offset = 64 : i64} : (tensor<2x4xf32>) -> tensor<f32>
-    "ck.return"(%l) : (tensor<f32>) -> ()
+    "ck.return"(%a, %l) : (tensor<2x4xf32>, tensor<f32>) -> ()
   }
 }
 
-// CHECK-LABEL: func.func @mlp(%arena: memref<128xi8>, %in0: memref<24xi8>, %in1: memref<48xi8>) attributes {llvm.emit_c_interface}
-// CHECK: %[[X:.*]] = memref.view %in0[%c0][] : memref<24xi8> to memref<6xf32>
-// CHECK: %[[W:.*]] = memref.view %in1[%c0][] : memref<48xi8> to memref<12xf32>
-/// matmul at offset 0, called with its operands and its result view.
-// CHECK: // ck.matmul %h : tensor<2x4xf32>
-// CHECK-NEXT: %[[O0:.*]] = arith.constant 0 : index
-// CHECK-NEXT: %[[H:.*]] = memref.view %arena[%[[O0]]][] : memref<128xi8> to memref<8xf32>
-// CHECK-NEXT: func.call @mlp_k0_matmul(%[[X]], %[[W]], %[[H]]) : (memref<6xf32>, memref<12xf32>, memref<8xf32>) -> ()
-/// tanh in place: its result is a view at the same offset 0.
-// CHECK: // ck.tanh %a
-// CHECK-NEXT: arith.constant 0 : index
-// CHECK-NEXT: %[[A:.*]] = memref.view %arena
-// CHECK-NEXT: func.call @mlp_k1_tanh(%[[H]], %[[A]])
-/// The scalar loss lives at offset 64.
-// CHECK: // ck.reduce_sum %l : tensor<f32>
-// CHECK-NEXT: arith.constant 64 : index
-// CHECK-NEXT: %[[L:.*]] = memref.view %arena{{.*}} to memref<1xf32>
-// CHECK-NEXT: func.call @mlp_k2_reduce_sum(%[[A]], %[[L]])
-// CHECK: return
-/// One private noinline function per op: one linalg.generic over the result
-/// with the element code (a K = 3 reduction loop for matmul).
-// CHECK: func.func private @mlp_k0_matmul(%p0: memref<6xf32>, %p1: memref<12xf32>, %y: memref<8xf32>) attributes {passthrough = ["noinline"]}
-// CHECK-NEXT: linalg.generic {indexing_maps = [#ck_id], iterator_types = ["parallel"]} outs(%y : memref<8xf32>)
-// CHECK: scf.for
-// CHECK: memref.load %p0
-// CHECK: memref.load %p1
-// CHECK: func.func private @mlp_k1_tanh(%p0: memref<8xf32>, %y: memref<8xf32>)
+// CHECK: // step program of @mlp: 3 steps, arena 128 bytes, workspace 0 bytes
+// CHECK-NEXT: //   0: gemm batch 1 m 2 n 4 k 3: arena[0..+32] = arg0[0..+24] x arg1[0..+48]  ; ck.matmul at {{.*}}cpu-mlir.ck:14:5
+/// The fused kernel reads the bias and the matmul result, and writes in place.
+// CHECK-NEXT: //   1: call ck_k0(arg2[0..+16], arena[0..+32], arena[0..+32])  ; fusion of ck.broadcast, ck.add, ck.tanh at {{.*}}:15:5
+// CHECK-NEXT: //   2: call ck_k1(arena[0..+32], arena[64..+4])  ; ck.reduce_sum at {{.*}}:18:5
+// CHECK-NEXT: //   result 0: arena[0..+32]
+// CHECK-NEXT: //   result 1: arena[64..+4]
+// CHECK: module {
+// CHECK: // kind Loop { shape: [2, 4], flat: false } alias [Some(1)]
+// CHECK-NEXT: func.func @ck_k0(%in0: memref<4xf32>, %in1: memref<8xf32>, %out0: memref<8xf32>, %lo: index, %hi: index)
+// CHECK: scf.for %{{.*}} = %lo to %hi
 // CHECK: math.tanh
-// CHECK: func.func private @mlp_k2_reduce_sum(%p0: memref<8xf32>, %y: memref<1xf32>)
+// CHECK-NOT: memref.store {{.*}}%in
+// CHECK: memref.store %{{.*}}, %out0
+/// A full reduction: lane-wise partial sums in a vector, combined in a fixed order.
+// CHECK: // kind Reduce { reduce: 0, rows: true } alias [None]
+// CHECK-NEXT: func.func @ck_k1(%in0: memref<8xf32>, %out0: memref<1xf32>, %lo: index, %hi: index)
+// CHECK: vector.reduction <add>

@@ -1,22 +1,20 @@
-/// --to=llvm: host LLVM IR of the cpu backend; the C interface takes one
-/// descriptor pointer for the arena and one per argument.
+/// --to=llvm: the cpu kernels as LLVM IR after the step program (`;`
+/// comments). A kernel takes bare float pointers and the i64 range of its
+/// outer loop; exp calls libm's expf (as the interpreter does), and the
+/// elementwise loop runs 8 or 16 lanes at a time.
 // REQUIRES: lower
 // RUN: ckopt-translate --to=llvm %s | FileCheck %s
 
 module {
-  func.func @f(%x: tensor<4xf32>, %y: tensor<4xf32>) -> tensor<4xf32> attributes {ck.arena_bytes = 16 : i64} {
-    %e = "ck.exp"(%x) {ck.offset = 0 : i64} : (tensor<4xf32>) -> tensor<4xf32>
-    %s = "ck.add"(%e, %y) {ck.inplace = 0 : i64, ck.offset = 0 : i64} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
-    "ck.return"(%s) : (tensor<4xf32>) -> ()
+  func.func @f(%x: tensor<64xf32>, %y: tensor<64xf32>) -> tensor<64xf32> attributes {ck.arena_bytes = 256 : i64} {
+    %e = "ck.exp"(%x) {ck.fusion = 0 : i64} : (tensor<64xf32>) -> tensor<64xf32>
+    %s = "ck.add"(%e, %y) {ck.fusion = 0 : i64, ck.offset = 0 : i64} : (tensor<64xf32>, tensor<64xf32>) -> tensor<64xf32>
+    "ck.return"(%s) : (tensor<64xf32>) -> ()
   }
 }
 
-// CHECK-DAG: define void @f(ptr %{{.*}}, ptr %{{.*}}, i64 %{{.*}}, i64 %{{.*}}, i64 %{{.*}}, ptr
-// CHECK-DAG: define void @_mlir_ciface_f(ptr %{{.*}}, ptr %{{.*}}, ptr %{{.*}})
-// CHECK-DAG: call float @llvm.exp.f32(float
-// CHECK-DAG: fadd float
-/// Each op is its own noinline function, called in schedule order.
-// CHECK-DAG: call void @f_k0_exp(
-// CHECK-DAG: call void @f_k1_add(
-// CHECK-DAG: define void @f_k0_exp(ptr %{{.*}}) #[[NI:[0-9]+]]
-// CHECK-DAG: attributes #[[NI]] = { noinline }
+// CHECK: ; step program of @f: 1 steps, arena 256 bytes, workspace 0 bytes
+// CHECK-NEXT: ;   0: call ck_k0(arg0[0..+256], arg1[0..+256], arena[0..+256])  ; fusion of ck.exp, ck.add
+// CHECK: define void @ck_k0(ptr %0, ptr %1, ptr %2, i64 %3, i64 %4)
+// CHECK-DAG: @llvm.exp.v{{8|16}}f32
+// CHECK-DAG: fadd <{{8|16}} x float>

@@ -1,79 +1,81 @@
-//! SGD training: what `ckopt-run --train` runs (on the interpreter, or on
-//! cpu/cuda through `train_with` and `lowered::GradRunner`).
+//! `ckopt-run --train`: the training driver (`ckopt_passes::train`) on a
+//! backend.
 //!
-//! Given a module and the name of a loss function `@NAME` (first result a
-//! rank-0 loss), training uses `@NAME_grad` when the module has it (it must
-//! return the loss and one gradient per `{ck.param}` argument, as the
-//! `autodiff` pass writes it), else runs `autodiff{func=NAME}` in-process on
-//! a copy. Each step evaluates `@NAME_grad` on the current arguments,
-//! reports the loss, then updates every `{ck.param}` argument (every
-//! argument when none is marked): `p -= lr * dp`. Non-trainable arguments
+//! Given a module and a loss function `@NAME` (or `NAME_grad`/`NAME_step`),
+//! training runs `@NAME_step` (the `sgd` pass's function: loss and updated
+//! parameters in donated buffers) when the module has it, else builds it
+//! in-process from `@NAME_grad` (built by `autodiff` when missing) with SGD
+//! at `lr`. Each step the executor runs the step function on resident
+//! arguments; the cpu and cuda backends keep parameters (and momentum) in
+//! their own memory, and only the loss comes back. Non-trainable arguments
 //! (`%x`, `%target`) stay fixed.
 //!
 //! Errors (located, never panics): the function is missing or is not a
-//! scalar loss, an existing `@NAME_grad` has the wrong results, the loss
-//! becomes non-finite (the message suggests a smaller `--lr`).
-//! Complexity: `steps` evaluations of the gradient function.
+//! scalar loss, an existing `@NAME_grad` or `@NAME_step` has the wrong
+//! results, the loss becomes non-finite (the message suggests a smaller
+//! `--lr`).
 
-use ckopt_interp::{Tensor, run_func_with_stats};
-use ckopt_ir::{Diag, Func, Module};
-use ckopt_passes::autodiff::{AutodiffOptions, GRAD_SUFFIX, Wrt, autodiff, grad_name};
-use std::time::Instant;
+use ckopt_interp::{InterpExec, StepExec, Tensor};
+use ckopt_ir::{Diag, Module};
+use ckopt_passes::sgd::SgdOptions;
+use ckopt_passes::train::{StepSig, initial_args, prepare, train_loop};
+
+pub use ckopt_passes::train::loss_func_name;
 
 /// What a training run did.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TrainResult {
-    /// The loss at the start of each step (before its update), step 1 first.
+    /// The loss of each step (before its update), step 1 first.
     pub losses: Vec<f32>,
-    /// The arguments after the last update (trainable ones changed).
+    /// The loss function's arguments after the last update (trained ones changed).
     pub args: Vec<Tensor>,
     /// Indices of the trained arguments.
     pub trained: Vec<usize>,
-    /// Mean wall time of one step (gradient evaluation + update), ms.
+    /// Mean time of one step (the backend's run), ms.
     pub step_time_ms: f64,
-    /// Largest measured interpreter peak over the steps (arguments excluded).
+    /// Largest measured bytes of a step (interp: its peak, arguments excluded; cpu: the arena).
     pub peak_bytes: u64,
-    /// The gradient function that ran, and whether autodiff built it here.
     pub grad_func: String,
+    pub step_func: String,
+    /// Whether autodiff / sgd built the gradient / step function here.
     pub built_grad: bool,
+    pub built_step: bool,
 }
 
-/// The loss function to train for `name`: `@X` when `name` is `X_grad` of an `@X` in the module.
-pub fn loss_func_name(module: &Module, name: &str) -> String {
-    match name.strip_suffix(GRAD_SUFFIX) {
-        Some(base) if module.func(base).is_some() => base.to_string(),
-        _ => name.to_string(),
-    }
+/// The module with `@NAME_step` and its signature (see `ckopt_passes::train::prepare`).
+pub fn prepared(module: &Module, name: &str, lr: f32) -> Result<(Module, StepSig), Diag> {
+    let mut m = module.clone();
+    let sig = prepare(&mut m, name, &SgdOptions { lr, ..Default::default() })?;
+    Ok((m, sig))
 }
 
-/// Checks that `g` returns (loss, one gradient per trainable argument of `f`).
-fn check_grad_func(f: &Func, g: &Func) -> Result<(), Diag> {
-    let trained = f.trainable_indices();
-    let ok = g.result_types.len() == 1 + trained.len()
-        && g.result_types[0].rank() == 0
-        && trained.iter().enumerate().all(|(k, &i)| g.result_types[1 + k] == *f.ty(f.params[i].value))
-        && g.params.len() == f.params.len();
-    if ok {
-        Ok(())
-    } else {
-        Err(Diag::error(
-            g.loc.clone(),
-            format!(
-                "@{} does not return (loss, gradient of each {{ck.param}} argument of @{}): it returns {} values; remove it or regenerate it with autodiff",
-                g.name,
-                f.name,
-                g.result_types.len()
-            ),
-        ))
-    }
+/// Runs `steps` steps on `exec`, whose arguments are the step function's
+/// initial arguments; `n_args` is the loss function's argument count.
+pub fn run_steps(
+    exec: &mut dyn StepExec,
+    sig: &StepSig,
+    n_args: usize,
+    steps: usize,
+    lr: f32,
+    on_step: impl FnMut(usize, usize, f32),
+) -> Result<TrainResult, Diag> {
+    let r = train_loop(exec, sig, steps, lr, on_step)?;
+    Ok(TrainResult {
+        losses: r.losses,
+        args: r.args.into_iter().take(n_args).collect(),
+        trained: sig.params.clone(),
+        step_time_ms: r.step_time_ms,
+        peak_bytes: r.peak_bytes,
+        grad_func: sig.grad_func.clone(),
+        step_func: sig.step_func.clone(),
+        built_grad: sig.built_grad,
+        built_step: sig.built_step,
+    })
 }
 
-/// Evaluates the gradient function once: (module, its name, arguments) ->
-/// (results, measured peak bytes of the step).
-pub type StepEval<'a> = dyn FnMut(&Module, &str, &[Tensor]) -> Result<(Vec<Tensor>, u64), Diag> + 'a;
-
-/// Runs `steps` SGD steps with learning rate `lr` from `inputs` (all arguments of `@name`).
-/// `on_step(step, steps, loss)` is called after each step's loss is known.
+/// Trains on the interpreter: `steps` SGD steps with learning rate `lr`
+/// from `inputs` (all arguments of `@name`). `on_step(step, steps, loss)` is
+/// called after each step's loss is known.
 pub fn train(
     module: &Module,
     name: &str,
@@ -82,61 +84,11 @@ pub fn train(
     lr: f32,
     on_step: impl FnMut(usize, usize, f32),
 ) -> Result<TrainResult, Diag> {
-    train_with(module, name, inputs, steps, lr, on_step, &mut |m, g, a| {
-        run_func_with_stats(m, g, a).map(|(out, stats)| (out, stats.peak_bytes))
-    })
-}
-
-/// `train` with another evaluator of the gradient function (the cpu/cuda
-/// backends of `ckopt-run --train`).
-pub fn train_with(
-    module: &Module,
-    name: &str,
-    inputs: Vec<Tensor>,
-    steps: usize,
-    lr: f32,
-    mut on_step: impl FnMut(usize, usize, f32),
-    eval: &mut StepEval<'_>,
-) -> Result<TrainResult, Diag> {
-    let fname = loss_func_name(module, name);
-    let gname = grad_name(&fname);
-    let owned: Module;
-    let (m, built) = if module.func(&gname).is_some() {
-        (module, false)
-    } else {
-        let mut copy = module.clone();
-        let opts = AutodiffOptions { wrt: Wrt::All, func: Some(fname.clone()) };
-        autodiff(&mut copy, &opts).map_err(|ds| ds.0.into_iter().next().unwrap_or_else(|| Diag::error(Default::default(), "autodiff failed")))?;
-        owned = copy;
-        (&owned, true)
-    };
-    let f = m.func(&fname).ok_or_else(|| Diag::error(Default::default(), format!("no function @{fname}")))?;
-    let g = m.func(&gname).ok_or_else(|| Diag::error(f.loc.clone(), format!("no function @{gname}")))?;
-    check_grad_func(f, g)?;
-    let trained = f.trainable_indices();
-    let mut args = inputs;
-    let mut losses = Vec::with_capacity(steps);
-    let mut peak = 0u64;
-    let start = Instant::now();
-    for step in 1..=steps {
-        let (out, step_peak) = eval(m, &gname, &args)?;
-        peak = peak.max(step_peak);
-        let loss = out.first().and_then(Tensor::item).unwrap_or(f32::NAN);
-        if !loss.is_finite() {
-            return Err(Diag::error(
-                f.loc.clone(),
-                format!("training @{fname}: the loss is {loss} at step {step}/{steps}; try a smaller --lr (was {lr})"),
-            ));
-        }
-        losses.push(loss);
-        on_step(step, steps, loss);
-        for (k, &i) in trained.iter().enumerate() {
-            let grad = &out[1 + k];
-            for (p, d) in args[i].data.iter_mut().zip(&grad.data) {
-                *p -= lr * d;
-            }
-        }
-    }
-    let step_time_ms = if steps > 0 { start.elapsed().as_secs_f64() * 1e3 / steps as f64 } else { 0.0 };
-    Ok(TrainResult { losses, args, trained, step_time_ms, peak_bytes: peak, grad_func: gname, built_grad: built })
+    let (m, sig) = prepared(module, name, lr)?;
+    let s = m.func(&sig.step_func).ok_or_else(|| Diag::error(Default::default(), "no step function"))?;
+    let args = initial_args(s, &sig, &inputs);
+    let n = inputs.len();
+    let step_func = sig.step_func.clone();
+    let mut exec = InterpExec::new(m, &step_func, args)?;
+    run_steps(&mut exec, &sig, n, steps, lr, on_step)
 }

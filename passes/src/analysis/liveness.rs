@@ -8,16 +8,24 @@
 //! In-place results (`ck.inplace = N`) reuse operand N's buffer, so a buffer
 //! is the chain of values linked by in-place ops; its interval is the union of
 //! theirs. Bytes are counted per buffer, which is what memory really holds.
-//! An in-place write is honoured only when operand N is op-defined and has
-//! the result's byte size; otherwise (an argument, a size mismatch, a bad
-//! index) the result counts as a fresh buffer, which over- rather than
+//! Which in-place writes are honoured is `ckopt_ir::fusion::inplace_source`
+//! (operand N op-defined or a donated argument, same byte size); otherwise
+//! the result counts as a fresh buffer, which over- rather than
 //! under-estimates. A buffer holds a function result if any of its values is
 //! returned; for `temp_peak_bytes` such a buffer counts only while it still
 //! holds temporaries (until the op that defines its first result value, as
 //! when a gradient is accumulated in place into the returned sum).
+//!
+//! Fusion (`ckopt_ir::fusion`): values internal to a fusion group are never
+//! stored and have no interval; a group counts as one step, so a value it
+//! defines is live from the group's first op and a value it reads until the
+//! group's last op. Donation: an in-place write into a `{ck.donate}`
+//! argument is honoured; that buffer is the caller's, not the arena's, so it
+//! has no interval either. `def`/`last_use` stay value-level (op indices):
+//! in-place legality is judged on them.
 //! Complexity: O(ops + values).
 
-use ckopt_ir::{Func, ValueId, ops::ATTR_INPLACE};
+use ckopt_ir::{Func, ValueId};
 
 /// One buffer: a root value and the in-place values that share it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -48,13 +56,6 @@ pub struct Liveness {
     pub intervals: Vec<Interval>,
 }
 
-/// Index of the operand an op writes in place into, if it is op-defined.
-pub fn inplace_operand(f: &Func, op: &ckopt_ir::Op, def: &[Option<usize>]) -> Option<ValueId> {
-    let n = op.int_attr(ATTR_INPLACE)?;
-    let v = *op.operands.get(usize::try_from(n).ok()?)?;
-    def[v.index()].map(|_| v).filter(|_| op.result.is_some() && f.ty(v).bytes() == op.result.map(|r| f.ty(r).bytes()).unwrap_or(0))
-}
-
 pub fn liveness(f: &Func) -> Liveness {
     let n = f.values.len();
     let def = f.def_table();
@@ -64,10 +65,16 @@ pub fn liveness(f: &Func) -> Liveness {
             last_use[o.index()] = Some(i);
         }
     }
-    let mut buffer: Vec<ValueId> = (0..n as u32).map(ValueId).collect();
-    for op in &f.body {
-        if let (Some(r), Some(src)) = (op.result, inplace_operand(f, op, &def)) {
-            buffer[r.index()] = buffer[src.index()];
+    let buffer = ckopt_ir::fusion::buffer_roots(f);
+    let is_arg = ckopt_ir::fusion::arg_mask(f);
+    let fusion = ckopt_ir::fusion::analyze(f);
+    // Kernel-level times: a fusion group is one step that reads its inputs
+    // at its last op and writes its outputs at its first op.
+    let mut kernel_last: Vec<Option<usize>> = vec![None; n];
+    for (i, op) in f.body.iter().enumerate() {
+        let e = fusion.span(i).1;
+        for &o in &op.operands {
+            kernel_last[o.index()] = Some(kernel_last[o.index()].map_or(e, |x: usize| x.max(e)));
         }
     }
     let returned: Vec<bool> = {
@@ -82,26 +89,32 @@ pub fn liveness(f: &Func) -> Liveness {
     for op in &f.body {
         let Some(r) = op.result else { continue };
         let Some(d) = def[r.index()] else { continue };
-        let end = last_use[r.index()].unwrap_or(d).max(d);
         let root = buffer[r.index()];
+        // Internal values of a fusion group are never stored; values in a
+        // donated argument's buffer are not in the arena.
+        if !fusion.materialized(r) || is_arg[root.index()] {
+            continue;
+        }
+        let (ks, ke) = fusion.span(d);
+        let end = kernel_last[r.index()].unwrap_or(ke).max(ke);
         match slot[root.index()] {
             Some(k) => {
                 let iv = &mut intervals[k];
                 iv.end = iv.end.max(end);
                 iv.is_result |= returned[r.index()];
                 if returned[r.index()] {
-                    iv.result_from = Some(iv.result_from.map_or(d, |x| x.min(d)));
+                    iv.result_from = Some(iv.result_from.map_or(ks, |x| x.min(ks)));
                 }
             }
             None => {
                 slot[root.index()] = Some(intervals.len());
                 intervals.push(Interval {
                     root,
-                    start: d,
+                    start: ks,
                     end,
                     bytes: f.ty(r).bytes(),
                     is_result: returned[r.index()],
-                    result_from: returned[r.index()].then_some(d),
+                    result_from: returned[r.index()].then_some(ks),
                 });
             }
         }

@@ -283,12 +283,13 @@ impl Builder<'_> {
 
 /// Whether an op may write its result into operand `n` given the last use of
 /// every value in the final schedule (op index `i`): the rule of
-/// `inplace::operand_is_overwritable` (capable kind, op-defined operand of
-/// the result's size, read by nothing later, not returned).
+/// `inplace::operand_is_overwritable` (capable kind, op-defined or donated
+/// operand of the result's size, read by nothing later, not returned).
 fn inplace_ok(f: &Func, op: &Op, i: usize, n: usize, def: &[Option<usize>], last_use: &[usize], returned: &[bool]) -> bool {
     let (Some(r), Some(&v)) = (op.result, op.operands.get(n)) else { return false };
+    let donated = || f.params.iter().any(|p| p.value == v && p.attrs.contains_key(ckopt_ir::ops::ATTR_DONATE));
     crate::inplace::inplace_capable(op.kind)
-        && def[v.index()].is_some_and(|d| d < i)
+        && def[v.index()].map_or_else(donated, |d| d < i)
         && f.ty(v).bytes() == f.ty(r).bytes()
         && last_use[v.index()] == i
         && !returned[v.index()]

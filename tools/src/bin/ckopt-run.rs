@@ -18,17 +18,22 @@
 //! `peak_bytes_with_args`, `arg_bytes`, `ops`, `inputs`, `outputs`.
 //!
 //! Training (`--train`, every backend): SGD on the `{ck.param}` arguments
-//! (every argument when none is marked) for `--steps N` (default 10) with
-//! learning rate `--lr X` (default 0.01), through `@NAME_grad` (run
-//! `autodiff{func=NAME}` in-process when the file has none; `--func NAME_grad`
-//! means `NAME`). One line per step on stdout, `step K/N loss L`, then a
-//! `#` summary; `--outputs` writes the arguments after training (argument
-//! order); `--report` adds `first_loss`, `last_loss` (the loss at the start
-//! of the first and of the last step), `losses`, `steps`, `lr`,
-//! `grad_function`, with `step_time_ms` the mean per step and `peak_bytes`
-//! the largest interpreter peak of a step (cpu: the arena; cuda: device
-//! memory minus arguments; their report adds the backend keys below, with
-//! `step_time_ms` excluding `compile_ms`). A non-finite loss is an error.
+//! (every argument when none is marked) for `--steps N` (default 10),
+//! through the step function `@NAME_step` (the `sgd` pass's: loss and
+//! updated parameters in the parameters' own buffers) when the file has one,
+//! else one built in-process by `sgd{lr=X}` (`--lr X`, default 0.01) from
+//! `@NAME_grad` (itself built by `autodiff{func=NAME}` when missing;
+//! `--func NAME_grad` or `NAME_step` means `NAME`). On cpu/cuda the
+//! parameters stay in the backend's memory across steps; a dropout step key
+//! (`{ck.step}`) gets a new value each step. One line per step on stdout,
+//! `step K/N loss L`, then a `#` summary; `--outputs` writes the loss
+//! function's arguments after training (argument order); `--report` adds
+//! `first_loss`, `last_loss` (the loss at the start of the first and of the
+//! last step), `losses`, `steps`, `lr`, `grad_function`, `step_function`,
+//! with `step_time_ms` the mean per step and `peak_bytes` the largest
+//! interpreter peak of a step (cpu: the arena; cuda: device memory minus
+//! arguments; their report adds the backend keys below, with `step_time_ms`
+//! excluding `compile_ms`). A non-finite loss is an error.
 //!
 //! Parameters (`--params FILE.safetensors`): the `{ck.param}` arguments by
 //! name (`ck.name`, else the value name; see `ckopt_tools::params`), the
@@ -46,8 +51,9 @@
 //! Backends: `interp` (the reference interpreter); `cpu` (MLIR/LLVM JIT)
 //! and `cuda` (NVPTX through cudarc) when built with the `lower` feature
 //! (`make build`), else a clear error, exit 1. On cpu/cuda a function
-//! without memplan's `ck.offset`/`ck.arena_bytes` is planned with `memplan`
-//! (default options) first; the report then says `planned_by_ckopt_run`.
+//! without memplan's `ck.offset`/`ck.arena_bytes` is planned with
+//! `fuse,memplan` first (checked by the memplan checker); the report then
+//! says `planned_by_ckopt_run`.
 //! Their report adds `arena_bytes`, `arena_allocated_bytes` (the one arena
 //! the runtime allocated: exactly `ck.arena_bytes`), `input_bytes`,
 //! `compile_ms`, `step_ms`, `device_memory_bytes` (cuda: driver free-memory
@@ -118,13 +124,13 @@ struct Cli {
     /// function must be planned by memplan), so a plan bug corrupts results (cpu/cuda always do).
     #[arg(long, conflicts_with = "train")]
     arena: bool,
-    /// Train: SGD steps on the {ck.param} arguments via @NAME_grad (autodiff in-process if absent) (any backend).
+    /// Train: SGD steps on the {ck.param} arguments via @NAME_step (built in-process by autodiff and sgd if absent) (any backend).
     #[arg(long)]
     train: bool,
     /// Number of SGD steps (with --train).
     #[arg(long, value_name = "N", default_value_t = 10, requires = "train")]
     steps: usize,
-    /// SGD learning rate (with --train).
+    /// SGD learning rate (with --train; used when @NAME_step is built here, an existing one has its own).
     #[arg(long, value_name = "X", default_value_t = 0.01, requires = "train")]
     lr: f32,
     /// The {ck.param} arguments by name (ck.name, else the value name) from a safetensors file;
@@ -260,7 +266,7 @@ fn execute(backend: Backend, arena: bool, loaded: &Loaded, func: &str, inputs: &
 fn execute_lowered(backend: Backend, loaded: &Loaded, func: &str, inputs: &[Tensor]) -> Result<Execution, ToolError> {
     let b = if backend == Backend::Cuda { ckopt_runtime::Backend::Cuda } else { ckopt_runtime::Backend::Cpu };
     let mut module = loaded.module.clone();
-    let planned_here = ckopt_tools::lowered::plan_if_needed(&mut module, func)
+    let planned_here = ckopt_tools::lowered::plan_if_needed(&mut module, func, "fuse,memplan")
         .map_err(|d| ToolError::Diags { diags: d, source: Some(loaded.source.clone()) })?;
     let (outputs, rep) = ckopt_tools::lowered::run_lowered(&module, func, b, inputs)
         .map_err(|d| ToolError::Diags { diags: d, source: Some(loaded.source.clone()) })?;
@@ -335,9 +341,10 @@ fn emit(cli: &Cli, func: &str, inputs_desc: &str, ex: &Execution) -> Result<(), 
     Ok(())
 }
 
-/// `--train` on cpu/cuda: the gradient function is compiled once (planned
-/// with memplan first if needed) and every step runs in its arena;
-/// `step_time_ms` excludes the compile time (reported as `compile_ms`).
+/// `--train` on cpu/cuda: the step function is compiled once (planned with
+/// `inplace,fuse,memplan` first if needed) and every step runs on the
+/// backend's resident arguments; `step_time_ms` is the mean step (the
+/// compile time is `compile_ms`).
 #[cfg(feature = "lower")]
 fn train_lowered(
     backend: Backend,
@@ -349,22 +356,12 @@ fn train_lowered(
     on_step: impl FnMut(usize, usize, f32),
 ) -> Result<(ckopt_tools::train::TrainResult, Option<Value>), ToolError> {
     let b = if backend == Backend::Cuda { ckopt_runtime::Backend::Cuda } else { ckopt_runtime::Backend::Cpu };
-    let mut runner = ckopt_tools::lowered::GradRunner::new(b);
-    let mut r = ckopt_tools::train::train_with(&loaded.module, func, inputs, steps, lr, on_step, &mut |m, g, a| runner.eval(m, g, a))
-        .map_err(|d| ToolError::diag(d, Some(&loaded.source)))?;
-    let rep = runner.report();
-    if let Some(rep) = &rep {
-        if steps > 0 {
-            r.step_time_ms = (r.step_time_ms - rep.compile_ms / steps as f64).max(0.0);
-        }
-    }
-    let extra = rep.map(|rep| {
-        let mut v = rep.to_json();
-        v["planned_by_ckopt_run"] = json!(runner.planned_here);
-        v.as_object_mut().map(|o| o.remove("step_ms"));
-        v
-    });
-    Ok((r, extra))
+    let (r, rep, planned) = ckopt_tools::lowered::train_lowered(&loaded.module, func, b, inputs, steps, lr, on_step)
+        .map_err(|d| ToolError::Diags { diags: d, source: Some(loaded.source.clone()) })?;
+    let mut v = rep.to_json();
+    v["planned_by_ckopt_run"] = json!(planned);
+    v.as_object_mut().map(|o| o.remove("step_ms"));
+    Ok((r, Some(v)))
 }
 
 #[cfg(not(feature = "lower"))]
@@ -421,8 +418,12 @@ fn train_mode(
             &format!(
                 "# trained @{func} on {} with @{}{}: {steps} steps, lr {lr}, first loss {}, last loss {}, {:.3} ms/step, inputs from {inputs_desc}\n",
                 cli.backend.name(),
-                r.grad_func,
-                if r.built_grad { " (built by autodiff)" } else { "" },
+                r.step_func,
+                match (r.built_grad, r.built_step) {
+                    (true, _) => " (built by autodiff and sgd)",
+                    (false, true) => " (built by sgd)",
+                    _ => "",
+                },
                 show(first),
                 show(last),
                 r.step_time_ms
@@ -441,6 +442,7 @@ fn train_mode(
             "backend": cli.backend.name(),
             "function": func,
             "grad_function": r.grad_func,
+            "step_function": r.step_func,
             "steps": steps,
             "lr": lr,
             "first_loss": first,

@@ -10,10 +10,12 @@
 //! `ckopt-translate [FILE|-] --to=mlir|llvm|ptx [--target=cpu|cuda] [--sm=90]
 //! [--libdevice=PATH] [-o FILE]`. Every function of the module is
 //! translated; each must have been planned by memplan (`ck.offset`,
-//! `ck.arena_bytes`), else an error names it. `--to=mlir` prints the
-//! upstream-dialect module for the cpu backend (linalg/memref/scf/arith/math)
-//! or, with `--target=cuda`, the gpu-dialect kernels; `--to=llvm` the host
-//! LLVM IR of the cpu backend; `--to=ptx` one PTX module with every kernel,
+//! `ck.arena_bytes`), else an error names it. `--to=mlir` prints, for the
+//! cpu backend, each function's step program (`//` comments: kernel calls
+//! with their buffer slots, GEMM and convolution calls) and the module's
+//! distinct kernels as one upstream-dialect module (scf/vector/memref/arith/
+//! math), or, with `--target=cuda`, the gpu-dialect kernels; `--to=llvm` the
+//! cpu kernels as LLVM IR after the step programs (`;` comments); `--to=ptx` one PTX module with every kernel,
 //! preceded by the launch table (kernel, grid, block, arguments) as `//`
 //! comment lines holding one JSON object. Errors: rendered diagnostics on
 //! stderr, exit code 1.
@@ -28,7 +30,7 @@ use std::process::ExitCode;
 enum To {
     /// Upstream MLIR dialects.
     Mlir,
-    /// LLVM IR (cpu backend host code).
+    /// LLVM IR (the cpu backend's kernels).
     Llvm,
     /// NVPTX assembly with the launch table.
     Ptx,
@@ -191,9 +193,9 @@ fn translate(cli: &Cli, name: &str, src: &str) -> Result<String, Diags> {
     let opts = ckopt_lower::PtxOptions { sm: cli.sm, libdevice: cli.libdevice.clone(), ..Default::default() };
     let Some(to) = cli.to else { return Ok(String::new()) };
     Ok(match (to, cli.target) {
-        (To::Mlir, Target::Cpu) => ckopt_lower::cpu_mlir_module(&m)?,
+        (To::Mlir, Target::Cpu) => ckopt_lower::cpu_module_mlir(&m)?,
         (To::Mlir, Target::Cuda) => ckopt_lower::gpu_mlir_module(&m, &opts)?,
-        (To::Llvm, _) => ckopt_lower::cpu_llvm_ir_module(&m)?,
+        (To::Llvm, _) => ckopt_lower::cpu_module_llvm_ir(&m)?,
         (To::Ptx, _) => {
             let progs = ckopt_lower::compile_ptx_funcs(&m.funcs, &opts)?;
             ckopt_lower::annotated(&progs)

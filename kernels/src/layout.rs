@@ -1,17 +1,21 @@
 //! Where every value of a planned function lives: the arena layout that the
-//! lowered code and the runtimes share.
+//! step program, the lowered kernels and the runtimes share.
 //!
 //! Input: a verified `Func` that memplan has planned, i.e. the function has
-//! `ck.arena_bytes` and every op result has `ck.offset` (in-place results share
-//! their operand's offset). Output: a `Layout` giving, for every value, a
-//! `Place` (the arena at a byte offset, or one of the argument buffers), the
-//! argument types, and where each result must be read after the step.
+//! `ck.arena_bytes` and every stored op result has `ck.offset` (in-place
+//! results share their operand's offset). Output: a `Layout` giving, for
+//! every value, a `Place` (the arena at a byte offset, or one of the
+//! argument buffers), the argument types, and where each result must be
+//! read after the step. Values internal to a fusion group have no place
+//! (they live in registers of their kernel); a value written in place into a
+//! `{ck.donate}` argument lives in that argument's buffer.
 //!
 //! Checks (each a located error that names the function or the op): the
 //! function is planned; every value is f32 (the only element type the kernels
 //! implement); every op result fits inside the arena and is 4-byte aligned.
 //! Complexity: O(ops + values).
 
+use ckopt_ir::fusion::{analyze, buffer_roots};
 use ckopt_ir::ops::{ATTR_ARENA_BYTES, ATTR_OFFSET};
 use ckopt_ir::{DType, Diag, Func, OpKind, TensorType, ValueId};
 
@@ -20,7 +24,8 @@ use ckopt_ir::{DType, Diag, Func, OpKind, TensorType, ValueId};
 pub enum Buf {
     /// The one arena of `ck.arena_bytes`.
     Arena,
-    /// The buffer of function argument `i` (allocated by the caller, read-only).
+    /// The buffer of function argument `i` (allocated by the caller; written
+    /// only when the argument is `{ck.donate}`).
     Input(usize),
 }
 
@@ -50,11 +55,9 @@ impl Layout {
     }
 }
 
-/// Whether the function carries memplan's attributes (`ck.arena_bytes` and a
-/// `ck.offset` on every op result).
+/// Whether the function carries memplan's attributes (`Func::is_planned`).
 pub fn is_planned(f: &Func) -> bool {
-    f.attrs.get(ATTR_ARENA_BYTES).and_then(|a| a.as_int()).is_some()
-        && f.body.iter().all(|op| op.result.is_none() || op.int_attr(ATTR_OFFSET).is_some())
+    f.is_planned()
 }
 
 fn unplanned(f: &Func, what: &str) -> String {
@@ -83,6 +86,15 @@ pub fn layout(f: &Func) -> Result<Layout, Diag> {
     let arena_bytes = u64::try_from(arena)
         .map_err(|_| Diag::error(f.loc.clone(), format!("function @{}: negative ck.arena_bytes {arena}", f.name)))?;
     let mut place: Vec<Option<Place>> = vec![None; f.values.len()];
+    let fusion = analyze(f);
+    let roots = buffer_roots(f);
+    let arg_index: Vec<Option<usize>> = {
+        let mut a = vec![None; f.values.len()];
+        for (i, p) in f.params.iter().enumerate() {
+            a[p.value.index()] = Some(i);
+        }
+        a
+    };
     for op in &f.body {
         let opname = op.kind.full_name();
         for &o in &op.operands {
@@ -91,6 +103,13 @@ pub fn layout(f: &Func) -> Result<Layout, Diag> {
         let Some(r) = op.result else { continue };
         let ty = f.ty(r);
         check_f32(ty, || format!("'{opname}' op result")).map_err(|m| Diag::error(op.loc.clone(), m))?;
+        if !fusion.materialized(r) {
+            continue;
+        }
+        if let Some(i) = arg_index[roots[r.index()].index()] {
+            place[r.index()] = Some(Place { buf: Buf::Input(i), offset: 0 });
+            continue;
+        }
         let off = op.int_attr(ATTR_OFFSET).ok_or_else(|| {
             Diag::error(op.loc.clone(), format!("'{opname}' op has no ck.offset: {}", unplanned(f, "a result without ck.offset")))
         })?;

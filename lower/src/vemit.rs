@@ -1,0 +1,540 @@
+//! The elemental emitter of fused kernels: the value of any op of a kernel
+//! at an index, as upstream MLIR (arith, math, memref, vector), `w` lanes
+//! at a time.
+//!
+//! An index is one component per dimension (`Comp`): a scalar (`S`, the
+//! same for every lane), an affine run (`L(b, s)`: lane l is at `b + l·s`)
+//! or per-lane values (`V`, a `vector<w x index>`). Loop drivers put the
+//! lane on the innermost iteration dimension (`L(j, 1)`); broadcasts,
+//! transposes, slices and most reshapes map components without losing the
+//! affine form, so the loads they lead to are contiguous vector loads
+//! (`L(b, 1)`), splats of one scalar (`S`) or, otherwise, gathers. With
+//! `w == 1` everything is scalar (loop tails, epilogues).
+//!
+//! The arithmetic is the interpreter's, op for op (`ckopt_interp::eval`):
+//! the same f32 operations in the same order, libm for exp/log/tanh, an
+//! exact division for rsqrt and sigmoid, SplitMix64 for dropout
+//! (`ckopt_ir::random`), so elementwise results are bit-identical to the
+//! interpreter and do not depend on the lane count or on which kernel an op
+//! was fused into. Values are memoized per (value, index) so a value read
+//! twice at one index is computed once.
+
+use crate::emit::Em;
+use ckopt_ir::ops::attr_ints;
+use ckopt_ir::random::{GOLDEN, MIX_MUL, dropout_key};
+use ckopt_ir::{Attr, Diag, Func, Loc, OpKind, ValueId};
+use std::collections::HashMap;
+
+/// One index component (see the module doc).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Comp {
+    S(String),
+    L(String, i64),
+    V(String),
+}
+
+impl Comp {
+    fn key(&self) -> String {
+        match self {
+            Comp::S(a) => a.clone(),
+            Comp::L(a, s) => format!("{a}+l*{s}"),
+            Comp::V(a) => format!("v{a}"),
+        }
+    }
+}
+
+/// The emitter of one kernel body at one lane count.
+pub struct VEm<'a> {
+    pub em: &'a mut Em,
+    k: &'a Func,
+    pub w: usize,
+    /// Memref SSA name of each kernel parameter (`memref<Nxf32>`).
+    mems: &'a [String],
+    memo: HashMap<String, String>,
+    /// Values given by the driver (a reduction's result in its epilogue).
+    pub given: HashMap<ValueId, String>,
+    /// Every value is read at the one flat index (`KernelKind::Loop { flat }`).
+    pub flat: bool,
+}
+
+fn err(m: impl Into<String>) -> Diag {
+    Diag::error(Loc::unknown(), m.into())
+}
+
+impl<'a> VEm<'a> {
+    pub fn new(em: &'a mut Em, k: &'a Func, w: usize, mems: &'a [String]) -> VEm<'a> {
+        VEm { em, k, w, mems, memo: HashMap::new(), given: HashMap::new(), flat: false }
+    }
+
+    /// The f32 value type: `f32` or `vector<w x f32>`.
+    pub fn vt(&self) -> String {
+        if self.w == 1 { "f32".into() } else { format!("vector<{}xf32>", self.w) }
+    }
+    fn vty(&self, elem: &str) -> String {
+        if self.w == 1 { elem.into() } else { format!("vector<{}x{elem}>", self.w) }
+    }
+    pub fn ci(&mut self, v: i64) -> String {
+        let key = format!("ci{v}");
+        if let Some(s) = self.memo.get(&key) {
+            return s.clone();
+        }
+        let s = self.em.op(&format!("arith.constant {v} : index"));
+        self.memo.insert(key, s.clone());
+        s
+    }
+    /// An f32 constant of the value type.
+    pub fn cf(&mut self, v: f32) -> String {
+        let key = format!("cf{}w{}", v.to_bits(), self.w);
+        if let Some(s) = self.memo.get(&key) {
+            return s.clone();
+        }
+        let lit = ckopt_ir::attr::format_f32(v);
+        let s = if self.w == 1 {
+            self.em.op(&format!("arith.constant {lit} : f32"))
+        } else {
+            self.em.op(&format!("arith.constant dense<{lit}> : vector<{}xf32>", self.w))
+        };
+        self.memo.insert(key, s.clone());
+        s
+    }
+    fn ci64(&mut self, v: u64) -> String {
+        let key = format!("cl{v}w{}", self.w);
+        if let Some(s) = self.memo.get(&key) {
+            return s.clone();
+        }
+        let t = self.vty("i64");
+        let s = if self.w == 1 {
+            self.em.op(&format!("arith.constant {} : i64", v as i64))
+        } else {
+            self.em.op(&format!("arith.constant dense<{}> : {t}", v as i64))
+        };
+        self.memo.insert(key, s.clone());
+        s
+    }
+    fn iota(&mut self) -> String {
+        if let Some(s) = self.memo.get("iota") {
+            return s.clone();
+        }
+        let lanes: Vec<String> = (0..self.w).map(|i| i.to_string()).collect();
+        let s = self.em.op(&format!("arith.constant dense<[{}]> : vector<{}xindex>", lanes.join(", "), self.w));
+        self.memo.insert("iota".into(), s.clone());
+        s
+    }
+    /// Broadcasts a scalar of `elem` type to the value type (no-op at w = 1).
+    fn splat(&mut self, s: &str, elem: &str) -> String {
+        if self.w == 1 {
+            return s.to_string();
+        }
+        self.em.op(&format!("vector.broadcast {s} : {elem} to vector<{}x{elem}>", self.w))
+    }
+
+    // ---- index components ----
+
+    fn vec_of(&mut self, c: &Comp) -> String {
+        match c {
+            Comp::V(v) => v.clone(),
+            Comp::S(a) => self.splat(a, "index"),
+            Comp::L(b, s) => {
+                let io = self.iota();
+                let sv = self.ci(*s);
+                let ss = self.splat(&sv, "index");
+                let m = self.em.op(&format!("arith.muli {io}, {ss} : vector<{}xindex>", self.w));
+                let bs = self.splat(b, "index");
+                self.em.op(&format!("arith.addi {m}, {bs} : vector<{}xindex>", self.w))
+            }
+        }
+    }
+    fn add_c(&mut self, c: &Comp, k: i64) -> Comp {
+        if k == 0 {
+            return c.clone();
+        }
+        let kc = self.ci(k);
+        match c {
+            Comp::S(a) => Comp::S(self.em.op(&format!("arith.addi {a}, {kc} : index"))),
+            Comp::L(b, s) => Comp::L(self.em.op(&format!("arith.addi {b}, {kc} : index")), *s),
+            Comp::V(v) => {
+                let ks = self.splat(&kc, "index");
+                Comp::V(self.em.op(&format!("arith.addi {v}, {ks} : vector<{}xindex>", self.w)))
+            }
+        }
+    }
+    fn mul_c(&mut self, c: &Comp, k: i64) -> Comp {
+        if k == 1 {
+            return c.clone();
+        }
+        let kc = self.ci(k);
+        match c {
+            Comp::S(a) => Comp::S(self.em.op(&format!("arith.muli {a}, {kc} : index"))),
+            Comp::L(b, s) => Comp::L(self.em.op(&format!("arith.muli {b}, {kc} : index")), s * k),
+            Comp::V(v) => {
+                let ks = self.splat(&kc, "index");
+                Comp::V(self.em.op(&format!("arith.muli {v}, {ks} : vector<{}xindex>", self.w)))
+            }
+        }
+    }
+    fn add(&mut self, a: &Comp, b: &Comp) -> Comp {
+        match (a, b) {
+            (Comp::S(x), Comp::S(y)) => Comp::S(self.em.op(&format!("arith.addi {x}, {y} : index"))),
+            (Comp::S(x), Comp::L(y, s)) | (Comp::L(y, s), Comp::S(x)) => {
+                Comp::L(self.em.op(&format!("arith.addi {x}, {y} : index")), *s)
+            }
+            (Comp::L(x, s), Comp::L(y, t)) if s + t != 0 => Comp::L(self.em.op(&format!("arith.addi {x}, {y} : index")), s + t),
+            _ => {
+                let (va, vb) = (self.vec_of(a), self.vec_of(b));
+                Comp::V(self.em.op(&format!("arith.addi {va}, {vb} : vector<{}xindex>", self.w)))
+            }
+        }
+    }
+    /// `c / k` and `c % k` (non-negative indices).
+    fn divrem_c(&mut self, c: &Comp, k: i64) -> (Comp, Comp) {
+        let kc = self.ci(k);
+        match c {
+            Comp::S(a) => (
+                Comp::S(self.em.op(&format!("arith.divui {a}, {kc} : index"))),
+                Comp::S(self.em.op(&format!("arith.remui {a}, {kc} : index"))),
+            ),
+            _ => {
+                let v = self.vec_of(c);
+                let ks = self.splat(&kc, "index");
+                let t = format!("vector<{}xindex>", self.w);
+                (
+                    Comp::V(self.em.op(&format!("arith.divui {v}, {ks} : {t}"))),
+                    Comp::V(self.em.op(&format!("arith.remui {v}, {ks} : {t}"))),
+                )
+            }
+        }
+    }
+    /// Row-major flat index of `idx` in `shape`.
+    pub fn linearize(&mut self, idx: &[Comp], shape: &[u64]) -> Comp {
+        if idx.is_empty() {
+            return Comp::S(self.ci(0));
+        }
+        let mut acc = idx[idx.len() - 1].clone();
+        let mut stride = 1i64;
+        for d in (0..idx.len() - 1).rev() {
+            stride *= shape[d + 1] as i64;
+            let t = self.mul_c(&idx[d], stride);
+            acc = self.add(&t, &acc);
+        }
+        acc
+    }
+    /// Row-major multi-index of flat `c` in `shape`.
+    fn delinearize(&mut self, c: &Comp, shape: &[u64]) -> Vec<Comp> {
+        let r = shape.len();
+        if r == 0 {
+            return Vec::new();
+        }
+        let mut out = vec![Comp::S(String::new()); r];
+        let mut cur = c.clone();
+        for d in (1..r).rev() {
+            if shape[d] == 1 {
+                out[d] = Comp::S(self.ci(0));
+                continue;
+            }
+            let (q, rem) = self.divrem_c(&cur, shape[d] as i64);
+            out[d] = rem;
+            cur = q;
+        }
+        out[0] = cur;
+        out
+    }
+    /// The reshape index map: the operand index of result index `idx`.
+    /// Keeps the innermost component when both shapes end in the same
+    /// extent (the common case: only the outer dims are regrouped).
+    fn reshape_index(&mut self, idx: &[Comp], out: &[u64], inp: &[u64]) -> Vec<Comp> {
+        if self.w > 1
+            && !out.is_empty()
+            && !inp.is_empty()
+            && out.last() == inp.last()
+            && idx[..idx.len() - 1].iter().all(|c| matches!(c, Comp::S(_)))
+        {
+            let outer = self.linearize(&idx[..idx.len() - 1], &out[..out.len() - 1]);
+            let mut res = self.delinearize(&outer, &inp[..inp.len() - 1]);
+            res.push(idx[idx.len() - 1].clone());
+            return res;
+        }
+        let flat = self.linearize(idx, out);
+        self.delinearize(&flat, inp)
+    }
+
+    // ---- memory ----
+
+    /// Loads kernel parameter `p` at `idx`.
+    fn load(&mut self, p: usize, idx: &[Comp]) -> String {
+        let shape = self.k.ty(self.k.params[p].value).shape.clone();
+        let n: u64 = shape.iter().product();
+        let m = self.mems[p].clone();
+        let flat = if self.flat && idx.len() == 1 { idx[0].clone() } else { self.linearize(idx, &shape) };
+        self.load_mem(&m, n, &flat)
+    }
+
+    /// Loads from memref `m` (of `n` elements) at flat index `flat`.
+    pub fn load_mem(&mut self, m: &str, n: u64, flat: &Comp) -> String {
+        let m = m.to_string();
+        let flat = flat.clone();
+        let mt = format!("memref<{n}xf32>");
+        match &flat {
+            Comp::S(a) => {
+                let s = self.em.op(&format!("memref.load {m}[{a}] : {mt}"));
+                self.splat(&s, "f32")
+            }
+            Comp::L(b, 1) => self.em.op(&format!("vector.load {m}[{b}] : {mt}, {}", self.vt())),
+            _ => {
+                let v = self.vec_of(&flat);
+                let c0 = self.ci(0);
+                let mask = self.em.op(&format!("arith.constant dense<true> : vector<{}xi1>", self.w));
+                let z = self.cf(0.0);
+                self.em.op(&format!(
+                    "vector.gather {m}[{c0}] [{v}], {mask}, {z} : {mt}, vector<{w}xindex>, vector<{w}xi1>, vector<{w}xf32> into vector<{w}xf32>",
+                    w = self.w
+                ))
+            }
+        }
+    }
+
+    /// Stores `val` into memref `m` (of `n` elements) at flat index `flat`
+    /// (scalar, or a contiguous run).
+    pub fn store(&mut self, m: &str, n: u64, flat: &Comp, val: &str) -> Result<(), Diag> {
+        let mt = format!("memref<{n}xf32>");
+        match flat {
+            Comp::S(a) if self.w == 1 => self.em.line(&format!("memref.store {val}, {m}[{a}] : {mt}")),
+            Comp::L(b, 1) => self.em.line(&format!("vector.store {val}, {m}[{b}] : {mt}, {}", self.vt())),
+            _ => {
+                let v = self.vec_of(flat);
+                let c0 = self.ci(0);
+                let mask = self.em.op(&format!("arith.constant dense<true> : vector<{}xi1>", self.w));
+                self.em.line(&format!(
+                    "vector.scatter {m}[{c0}] [{v}], {mask}, {val} : {mt}, vector<{w}xindex>, vector<{w}xi1>, vector<{w}xf32>",
+                    w = self.w
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    // ---- values ----
+
+    fn fbin(&mut self, op: &str, a: &str, b: &str) -> String {
+        let t = self.vt();
+        self.em.op(&format!("arith.{op} {a}, {b} : {t}"))
+    }
+    fn select(&mut self, c: &str, a: &str, b: &str) -> String {
+        let t = self.vt();
+        if self.w == 1 {
+            self.em.op(&format!("arith.select {c}, {a}, {b} : {t}"))
+        } else {
+            self.em.op(&format!("arith.select {c}, {a}, {b} : vector<{}xi1>, {t}", self.w))
+        }
+    }
+    fn cmpf(&mut self, pred: &str, a: &str, b: &str) -> String {
+        let t = self.vt();
+        self.em.op(&format!("arith.cmpf {pred}, {a}, {b} : {t}"))
+    }
+
+    /// The value of `v` at `idx` (an index of `v`'s own shape).
+    pub fn value(&mut self, v: ValueId, idx: &[Comp]) -> Result<String, Diag> {
+        if let Some(s) = self.given.get(&v) {
+            return Ok(s.clone());
+        }
+        let key = format!("{}w{}@{}", v.0, self.w, idx.iter().map(Comp::key).collect::<Vec<_>>().join(","));
+        if let Some(s) = self.memo.get(&key) {
+            return Ok(s.clone());
+        }
+        let s = self.compute(v, idx)?;
+        self.memo.insert(key, s.clone());
+        Ok(s)
+    }
+
+    fn compute(&mut self, v: ValueId, idx: &[Comp]) -> Result<String, Diag> {
+        use OpKind::*;
+        let k = self.k;
+        if let Some(p) = k.params.iter().position(|p| p.value == v) {
+            return Ok(self.load(p, idx));
+        }
+        let op = k.body.iter().find(|o| o.result == Some(v)).ok_or_else(|| err(format!("kernel value %{} has no definition", v.0)))?;
+        let shape = |x: ValueId| k.ty(x).shape.clone();
+        let f32a = |name: &str| op.attrs.get(name).and_then(Attr::as_f32).unwrap_or(0.0);
+        let x = |s: &mut Self, i: usize| s.value(op.operands[i], idx);
+        Ok(match op.kind {
+            Neg => {
+                let a = x(self, 0)?;
+                let t = self.vt();
+                self.em.op(&format!("arith.negf {a} : {t}"))
+            }
+            Exp | Log | Tanh | Sqrt | Erf => {
+                let a = x(self, 0)?;
+                let f = match op.kind {
+                    Exp => "exp",
+                    Log => "log",
+                    Tanh => "tanh",
+                    Erf => "erf",
+                    _ => "sqrt",
+                };
+                let t = self.vt();
+                self.em.op(&format!("math.{f} {a} : {t}"))
+            }
+            Rsqrt => {
+                let a = x(self, 0)?;
+                let t = self.vt();
+                let s = self.em.op(&format!("math.sqrt {a} : {t}"));
+                let one = self.cf(1.0);
+                self.fbin("divf", &one, &s)
+            }
+            Sigmoid => {
+                let a = x(self, 0)?;
+                let t = self.vt();
+                let n = self.em.op(&format!("arith.negf {a} : {t}"));
+                let e = self.em.op(&format!("math.exp {n} : {t}"));
+                let one = self.cf(1.0);
+                let d = self.fbin("addf", &one, &e);
+                self.fbin("divf", &one, &d)
+            }
+            Relu => {
+                let a = x(self, 0)?;
+                let z = self.cf(0.0);
+                let c = self.cmpf("ogt", &a, &z);
+                self.select(&c, &a, &z)
+            }
+            Scale => {
+                let a = x(self, 0)?;
+                let c = self.cf(f32a("value"));
+                self.fbin("mulf", &c, &a)
+            }
+            Add | Sub | Mul | Div | Max => {
+                let (a, b) = (x(self, 0)?, x(self, 1)?);
+                let o = match op.kind {
+                    Add => "addf",
+                    Sub => "subf",
+                    Mul => "mulf",
+                    Div => "divf",
+                    _ => "maxnumf",
+                };
+                self.fbin(o, &a, &b)
+            }
+            ReluGrad => {
+                let (a, b) = (x(self, 0)?, x(self, 1)?);
+                let z = self.cf(0.0);
+                let c = self.cmpf("ogt", &a, &z);
+                self.select(&c, &b, &z)
+            }
+            Fill => self.cf(f32a("value")),
+            Broadcast => {
+                let dims = attr_ints(&op.attrs, "dims", &[]);
+                let sub: Vec<Comp> = dims.iter().map(|&d| idx[d as usize].clone()).collect();
+                self.value(op.operands[0], &sub)?
+            }
+            Transpose => {
+                let perm = attr_ints(&op.attrs, "perm", &[]);
+                let mut sub = vec![Comp::S(String::new()); perm.len()];
+                for (i, &p) in perm.iter().enumerate() {
+                    sub[p as usize] = idx[i].clone();
+                }
+                self.value(op.operands[0], &sub)?
+            }
+            Slice => {
+                let offs = attr_ints(&op.attrs, "offsets", &[]);
+                let sub: Vec<Comp> = idx.iter().zip(&offs).map(|(c, &o)| self.add_c(c, o)).collect();
+                self.value(op.operands[0], &sub)?
+            }
+            Reshape if self.flat => self.value(op.operands[0], idx)?,
+            Reshape => {
+                let sub = self.reshape_index(idx, &shape(v), &shape(op.operands[0]));
+                self.value(op.operands[0], &sub)?
+            }
+            Dropout => self.dropout(op, idx)?,
+            ReduceSum | ReduceMax => {
+                return Err(err("a reduction's value is only available in its epilogue (driver error)"));
+            }
+            other => return Err(err(format!("'{}' cannot be evaluated element by element in a fused kernel", other.full_name()))),
+        })
+    }
+
+    /// `y = keep ? x / (1 - rate) : 0` with the SplitMix64 mask of the
+    /// operand's flat index (`ckopt_ir::random`).
+    fn dropout(&mut self, op: &ckopt_ir::Op, idx: &[Comp]) -> Result<String, Diag> {
+        let rate = op.attrs.get("rate").and_then(Attr::as_f32).unwrap_or(0.0);
+        let seed = op.attrs.get("seed").and_then(Attr::as_int).unwrap_or(0);
+        let xv = self.value(op.operands[0], idx)?;
+        let shape = self.k.ty(op.operands[0]).shape.clone();
+        let flat = self.linearize(idx, &shape);
+        // The per-op key: constant, or mixed with the step key's bits at run time.
+        let key = match op.operands.get(1) {
+            None => {
+                let k = dropout_key(seed, None);
+                self.scalar_i64(k)
+            }
+            Some(&s) => {
+                let sv = {
+                    let w = self.w;
+                    self.w = 1;
+                    let r = self.value(s, &[]);
+                    self.w = w;
+                    r?
+                };
+                let bits = self.em.op(&format!("arith.bitcast {sv} : f32 to i32"));
+                let wide = self.em.op(&format!("arith.extui {bits} : i32 to i64"));
+                let g = self.scalar_i64(GOLDEN);
+                let m = self.em.op(&format!("arith.muli {wide}, {g} : i64"));
+                let k0 = self.scalar_i64(dropout_key(seed, None));
+                let x = self.em.op(&format!("arith.xori {k0}, {m} : i64"));
+                self.mix_scalar(&x)
+            }
+        };
+        let it = self.vty("i64");
+        let index_i64 = match &flat {
+            Comp::S(a) => {
+                let s = self.em.op(&format!("arith.index_cast {a} : index to i64"));
+                self.splat(&s, "i64")
+            }
+            _ => {
+                let v = self.vec_of(&flat);
+                self.em.op(&format!("arith.index_cast {v} : vector<{}xindex> to {it}", self.w))
+            }
+        };
+        let keyv = self.splat(&key, "i64");
+        let z = self.em.op(&format!("arith.xori {keyv}, {index_i64} : {it}"));
+        let h = self.mix(&z, &it);
+        let s40 = self.ci64(40);
+        let top = self.em.op(&format!("arith.shrui {h}, {s40} : {it}"));
+        let t = self.vt();
+        let fl = self.em.op(&format!("arith.uitofp {top} : {it} to {t}"));
+        let sc = self.cf(1.0 / 16_777_216.0);
+        let u = self.fbin("mulf", &fl, &sc);
+        let r = self.cf(rate);
+        let keep = self.cmpf("oge", &u, &r);
+        let q = self.cf(1.0 - rate);
+        let y = self.fbin("divf", &xv, &q);
+        let z0 = self.cf(0.0);
+        Ok(self.select(&keep, &y, &z0))
+    }
+    fn scalar_i64(&mut self, v: u64) -> String {
+        self.em.op(&format!("arith.constant {} : i64", v as i64))
+    }
+    /// SplitMix64's output function on a scalar i64.
+    fn mix_scalar(&mut self, z: &str) -> String {
+        let w = self.w;
+        self.w = 1;
+        let r = self.mix(z, "i64");
+        self.w = w;
+        r
+    }
+    /// SplitMix64's output function on values of type `t` (i64 or a vector of i64).
+    fn mix(&mut self, z: &str, t: &str) -> String {
+        let mut z = z.to_string();
+        for (sh, mul) in [(30u64, MIX_MUL[0]), (27, MIX_MUL[1])] {
+            let s = self.ci64(sh);
+            let tt = self.em.op(&format!("arith.shrui {z}, {s} : {t}"));
+            let x2 = self.em.op(&format!("arith.xori {z}, {tt} : {t}"));
+            let m = self.ci64(mul);
+            z = self.em.op(&format!("arith.muli {x2}, {m} : {t}"));
+        }
+        let s31 = self.ci64(31);
+        let tt = self.em.op(&format!("arith.shrui {z}, {s31} : {t}"));
+        self.em.op(&format!("arith.xori {z}, {tt} : {t}"))
+    }
+
+    /// Forgets memoized values (a new loop body scope).
+    pub fn reset(&mut self) {
+        self.memo.clear();
+    }
+}
