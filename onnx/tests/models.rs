@@ -31,7 +31,7 @@ fn tensor(t: &NamedTensor) -> Tensor {
 }
 
 fn import(name: &str, loss: Loss) -> (Module, Params) {
-    let opts = ImportOptions { loss, batch: Some(if name == "mlp" { 4 } else { 1 }), name: None };
+    let opts = ImportOptions { loss, batch: Some(if name == "mlp" { 4 } else { 2 }), name: None };
     import_file(&model(name).join("model.onnx"), &opts).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 

@@ -6,8 +6,8 @@ onnxruntime's outputs, to test/onnx/models/<name>/:
   input_0.pb     a seeded random input (TensorProto)
   output_0.pb    onnxruntime's output for it (the reference, not ckopt's)
 
-Models (a few KB each): `mlp` (Linear-ReLU-Linear-Tanh-Linear, dynamic
-batch dim so the import needs --batch), `cnn` (conv stem with BatchNorm,
+Models (a few KB each; the batch dimension is dynamic, so the import needs
+--batch): `mlp` (Linear-ReLU-Linear-Tanh-Linear), `cnn` (conv stem with BatchNorm,
 two residual blocks, max pool, global average pool, linear classifier),
 `transformer` (nn.TransformerEncoder: 2 layers, d_model 8, 2 heads, GELU
 feed-forward, LayerNorm; then mean over the sequence and a linear head).
@@ -115,8 +115,8 @@ def main():
         randomize_bn(cnn, gen)
     # Without constant folding the exporter keeps BatchNormalization nodes
     # (folding would merge them into the convolutions).
-    export("cnn", cnn, torch.randn(2, 3, 8, 8, generator=gen), fold=False)
-    export("transformer", Encoder(), torch.randn(2, 5, 8, generator=gen))
+    export("cnn", cnn, torch.randn(2, 3, 8, 8, generator=gen), dynamic_batch=True, fold=False)
+    export("transformer", Encoder(), torch.randn(2, 5, 8, generator=gen), dynamic_batch=True)
 
 
 if __name__ == "__main__":
