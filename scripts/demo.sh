@@ -25,3 +25,10 @@ RESULTS_DIR=target/demo bench/remat.sh --table-1000
 echo
 echo "== Training on the cpu backend: no remat vs remat{mode=sqrt} (bench/train-cpu.sh) =="
 CKOPT_BIN_DIR="$BIN" bench/train-cpu.sh 16 32 256 5 0.01
+
+# ONNX import (issue 11): a PyTorch-exported CNN and transformer encoder as
+# ck functions with their weights; the memory table of the training step and
+# a few SGD steps on the cpu backend (bench/onnx.sh; docs/onnx.md).
+echo
+echo "== PyTorch models through ONNX: memory table and training (bench/onnx.sh) =="
+CKOPT_BIN_DIR="$BIN" bench/onnx.sh 64 5
