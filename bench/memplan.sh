@@ -8,7 +8,7 @@
 #   sharing          = arena_bytes of `memplan` without `inplace`
 #   inplace+sharing  = arena_bytes of `inplace,memplan` (best-fit, the plan)
 # plus the first-fit baseline on the same buffers, the live peak after inplace
-# (SPEC §4 peak_bytes: no plan can go below it), and the two passes' times.
+# (peak_bytes of docs/memory.md: no plan can go below it), and the two passes' times.
 #
 # usage: bench/memplan.sh [OUT.md]      (default: print the table on stdout)
 #   env: CKOPT_BIN_DIR (default target/release; built with cargo if missing)

@@ -8,7 +8,7 @@
 #
 # For each model and depth: `ckopt-gen MODEL --depth D SIZES |
 #   ckopt-opt --pass-pipeline=autodiff --memory-report=FILE --timing -o /dev/null`
-# and the row of @MODEL_grad (SPEC §4: total_bytes = every op-defined value,
+# and the row of @MODEL_grad (docs/memory.md: total_bytes = every op-defined value,
 # peak_bytes = live peak with results, temp_peak_bytes = live peak without
 # the returned loss and gradients). "unit" is one activation of the model
 # (batch*width*4 bytes; resnet: batch*channels*(image/2)^2*4, one feature map

@@ -2,8 +2,8 @@
 # Rematerialization benchmark: memory vs depth and recompute overhead of every
 # remat mode on mlp, resmlp, lstm and resnet, through the real pipeline
 # (autodiff, in-place marking, remat{mode}, memplan), plus the 1000-layer MLP
-# table next to the peers of shared/ANCHORS.md. Static analysis only (the
-# numbers are SPEC §4's: temp_peak_bytes, recompute_flops / forward_flops),
+# table next to PyTorch and JAX numbers measured on an H200. Static analysis only (the
+# numbers are docs/memory.md's: temp_peak_bytes, recompute_flops / forward_flops),
 # so it needs no GPU. One run; prints Markdown tables and writes raw JSON
 # lines to $RESULTS_DIR/remat-<date>.jsonl (default bench/results).
 #

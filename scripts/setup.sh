@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what ckopt needs on Debian 12 (bookworm) when it is missing:
-# LLVM/MLIR 22 (../shared/TOOLCHAIN.md) and uv (for lit). Idempotent.
+# LLVM/MLIR 22 (docs/building.md) and uv (for lit). Idempotent.
 set -euo pipefail
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi

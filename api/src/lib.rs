@@ -5,7 +5,7 @@
 //!    one with `Func::push` (re-exported IR types).
 //! 2. Choose passes: `Options` (autodiff, inplace, remat mode and budget,
 //!    memplan) gives a pipeline string; `optimize` runs any pipeline.
-//! 3. `memory_report` reads SPEC §4's numbers for every function.
+//! 3. `memory_report` reads the numbers of docs/memory.md for every function.
 //! 4. `compile` a function for `Target::Interp | Cpu | Cuda` (cpu/cuda plan
 //!    it with `fuse,memplan` if needed) and `Compiled::run` it on `Tensor`s;
 //!    `Compiled::report` gives the measured step time and arena.
@@ -102,7 +102,7 @@ pub fn model(kind: ModelKind, opts: &GenOptions) -> Result<Module, Error> {
     ckopt_models::generate(kind, opts).map_err(msg)
 }
 
-/// Which passes to run, as a pipeline (SPEC §3).
+/// Which passes to run, as a pipeline (docs/passes.md).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Options {
     /// Add `@NAME_grad` for every function returning a scalar loss first.
@@ -165,7 +165,7 @@ pub fn optimize(module: &mut Module, pipeline: &str) -> Result<(), Error> {
     pm.run(module).map_err(Error::from)
 }
 
-/// SPEC §4's memory report of every function.
+/// The memory report (docs/memory.md) of every function.
 pub fn memory_report(module: &Module) -> Vec<MemoryReport> {
     ckopt_passes::analysis::report::module_report(module)
 }
@@ -248,7 +248,7 @@ impl Compiled {
     pub fn func(&self) -> &Func {
         &self.func
     }
-    /// SPEC §4 memory report of the compiled function.
+    /// Memory report (docs/memory.md) of the compiled function.
     pub fn memory_report(&self) -> MemoryReport {
         ckopt_passes::analysis::report::memory_report(&self.func)
     }

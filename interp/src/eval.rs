@@ -11,7 +11,7 @@
 //! type, so the kernels below may index without bounds worries and a
 //! malformed call is an error, never a panic.
 //!
-//! Semantics worth stating (the SPEC §1 table, made exact):
+//! Semantics worth stating (docs/ir.md's op set, made exact):
 //! - `relu(x) = x > 0 ? x : 0`; `relu_grad(x, dy) = x > 0 ? dy : 0`.
 //! - `erf` is `libm::erff` (musl's f32 erf, < 1 ulp); `constant` is its
 //!   `value` attribute's elements.

@@ -10,7 +10,7 @@
 //! `RunStats::peak_bytes` is the maximum, over the ops, of the bytes of
 //! op-defined tensors held while that op runs (its operands and its new
 //! result included) — the same definition as the memory report's
-//! `peak_bytes` (SPEC §4: arguments excluded, results included), measured on
+//! `peak_bytes` (docs/memory.md: arguments excluded, results included), measured on
 //! what the interpreter actually allocated. The interpreter ignores
 //! `ck.inplace` and `ck.offset` (every op gets a fresh tensor), so this is
 //! the unoptimized peak of the schedule as written; remat changes it,

@@ -146,8 +146,14 @@ pub fn is_fusible(k: OpKind) -> bool {
 }
 
 /// Checks that ops `g` of `f` form a kernel ckopt can emit (see the module
-/// doc); the error names the offending op index and why.
+/// doc); the error names the offending op index and why. `fusion` says
+/// which values are stored (`Fusion::materialized`).
 pub fn check_group(f: &Func, g: &Group, fusion: &Fusion) -> Result<GroupShape, (usize, String)> {
+    check_group_with(f, g, &|v| fusion.materialized(v))
+}
+
+/// `check_group` with the stored values given by `materialized`.
+pub fn check_group_with(f: &Func, g: &Group, materialized: &dyn Fn(ValueId) -> bool) -> Result<GroupShape, (usize, String)> {
     let ops = &f.body[g.start..=g.end];
     let in_group = |v: ValueId| -> Option<usize> {
         ops.iter().position(|o| o.result == Some(v)).map(|p| p + g.start)
@@ -165,8 +171,7 @@ pub fn check_group(f: &Func, g: &Group, fusion: &Fusion) -> Result<GroupShape, (
             reduce = Some(i);
         }
     }
-    let outputs: Vec<ValueId> =
-        ops.iter().filter_map(|o| o.result).filter(|&r| fusion.materialized(r)).collect();
+    let outputs: Vec<ValueId> = ops.iter().filter_map(|o| o.result).filter(|&r| materialized(r)).collect();
     let Some(r) = reduce else {
         let Some(&first) = outputs.first() else {
             return Ok(GroupShape::Loop { shape: f.ty(ops[ops.len() - 1].result.unwrap_or(ValueId(0))).shape.clone() });
@@ -211,7 +216,7 @@ pub fn check_group(f: &Func, g: &Group, fusion: &Fusion) -> Result<GroupShape, (
     for k in 0..n {
         let i = g.start + k;
         let Some(v) = ops[k].result else { continue };
-        let out = fusion.materialized(v);
+        let out = materialized(v);
         if k == r - g.start {
             continue;
         }

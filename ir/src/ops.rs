@@ -181,6 +181,8 @@ pub const ATTR_DONATE: &str = "ck.donate";
 pub const ATTR_STEP: &str = "ck.step";
 /// Argument attribute (unit): optimizer state (SGD momentum) of a step function.
 pub const ATTR_OPT_STATE: &str = "ck.opt_state";
+/// Every argument attribute ckopt knows (all unit attributes).
+pub const ARG_ATTRS: &[&str] = &[ATTR_PARAM, ATTR_DONATE, ATTR_STEP, ATTR_OPT_STATE];
 /// Argument attribute: the argument's external name (a string), by which
 /// weights files (safetensors) map to it; importers keep the source
 /// framework's parameter names here.

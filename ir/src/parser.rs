@@ -1,4 +1,4 @@
-//! Parser for ck IR written in MLIR's generic op syntax (SPEC §1).
+//! Parser for ck IR written in MLIR's generic op syntax (docs/ir.md).
 //!
 //! Accepted input: either one `module [@name] [attributes {..}] { func.func ... }`
 //! or a sequence of bare `func.func`s; `//` comments; functions

@@ -17,7 +17,7 @@
 use crate::attr::{Attr, Attrs};
 use crate::diag::{Diag, Diags, Loc};
 use crate::func::{Func, Module};
-use crate::ops::{ATTR_ARENA_BYTES, ATTR_DONATE, ATTR_NAME, ATTR_OPT_STATE, ATTR_PARAM, ATTR_STEP, OpKind, infer_type};
+use crate::ops::{ARG_ATTRS, ATTR_ARENA_BYTES, ATTR_NAME, OpKind, infer_type};
 use crate::types::TensorType;
 use std::collections::HashSet;
 
@@ -55,7 +55,7 @@ pub fn verify_func(f: &Func, diags: &mut Diags) {
         diags.push(at(&f.loc, format!("@{}: {m}", f.name)));
     }
     for (i, p) in f.params.iter().enumerate() {
-        let known = [(ATTR_PARAM, "unit"), (ATTR_DONATE, "unit"), (ATTR_STEP, "unit"), (ATTR_OPT_STATE, "unit"), (ATTR_NAME, "string")];
+        let known: Vec<(&str, &str)> = ARG_ATTRS.iter().map(|&a| (a, "unit")).chain([(ATTR_NAME, "string")]).collect();
         if let Err(m) = check_func_attrs(&p.attrs, &known, "argument") {
             diags.push(at(&f.loc, format!("@{} argument #{i}: {m}", f.name)));
         }

@@ -9,7 +9,7 @@
 //! backend in a `gpu.func` kernel with one thread per element. So both
 //! backends compute exactly the same arithmetic, in the same order.
 //!
-//! Semantics follow SPEC §1 and the interpreter: reductions, matmul and
+//! Semantics follow docs/ir.md and the interpreter: reductions, matmul and
 //! convolutions accumulate from 0 in row-major order of the reduced indices;
 //! max pooling's gradient goes to the first maximal element of each window;
 //! dropout reproduces the interpreter's SplitMix64 mask bit for bit.

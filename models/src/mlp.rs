@@ -1,4 +1,4 @@
-//! The chain models of the memory benchmarks (ANCHORS.md): `mlp` and `resmlp`.
+//! The chain models of the memory benchmarks (BENCHMARKS.md): `mlp` and `resmlp`.
 //!
 //! mlp, per block i (4 values of one activation unit, batch·width·4 bytes):
 //!   %mm{i} = matmul(h, %w{i}); %bias{i} = broadcast(%b{i}) dims=[1];

@@ -4,7 +4,7 @@
 //! `@NAME_grad` with the same arguments (argument attributes such as
 //! `{ck.param}` carried over) returning `(loss, dloss/d wrt_1, ..., dloss/d wrt_k)`
 //! with the wrt arguments in argument order. `wrt=all` (the default) means the
-//! `{ck.param}` arguments, or every argument when none is marked (SPEC §1);
+//! `{ck.param}` arguments, or every argument when none is marked (docs/ir.md);
 //! `wrt=I,J,..` names argument indices (0-based). `func=NAME` restricts the
 //! pass to one function; without it every function whose first result is a
 //! rank-0 tensor is differentiated, except those that already have a

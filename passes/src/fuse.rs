@@ -35,7 +35,7 @@
 
 use crate::inplace::strip_illegal_inplace;
 use crate::manager::{Pass, PassOptions, Statistics};
-use ckopt_ir::fusion::{Group, analyze, check_group, is_elemental, is_fusible, strip_fusion};
+use ckopt_ir::fusion::{Group, analyze, check_group_with, is_elemental, is_fusible, strip_fusion};
 use ckopt_ir::ops::ATTR_FUSION;
 use ckopt_ir::{Attr, Diags, Func, Module, OpKind, ValueId};
 
@@ -63,28 +63,40 @@ fn profitable(f: &Func, g: &Group) -> bool {
     })
 }
 
-/// Marks a trial group and checks it (the internal values depend on the marks).
-fn acceptable(f: &mut Func, g: &Group) -> bool {
-    if g.start == g.end {
-        return true;
+/// Per value: the last op index that reads it (`ck.return` included), for
+/// deciding which values a trial group would keep internal.
+struct Uses {
+    last: Vec<Option<usize>>,
+}
+
+impl Uses {
+    fn of(f: &Func) -> Uses {
+        let mut last = vec![None; f.values.len()];
+        for (i, op) in f.body.iter().enumerate() {
+            for &o in &op.operands {
+                last[o.index()] = Some(i);
+            }
+        }
+        Uses { last }
     }
-    for i in g.start..=g.end {
-        f.body[i].attrs.insert(ATTR_FUSION.into(), Attr::Int(g.id));
+    /// A value defined in `[start, end]` is stored iff something after the
+    /// group reads it (the return is after every group).
+    fn stored(&self, v: ValueId, end: usize) -> bool {
+        self.last[v.index()].is_some_and(|u| u > end)
     }
-    let fusion = analyze(f);
-    let ok = check_group(f, g, &fusion).is_ok() && profitable(f, g);
-    for i in g.start..=g.end {
-        f.body[i].attrs.remove(ATTR_FUSION);
-    }
-    ok
+}
+
+/// Whether the trial group `g` is a kernel ckopt can emit and worth one.
+fn acceptable(f: &Func, g: &Group, uses: &Uses) -> bool {
+    g.start == g.end || (check_group_with(f, g, &|v| uses.stored(v, g.end)).is_ok() && profitable(f, g))
 }
 
 /// Closes the trial group `[start, end]`: shrinks it from its end until it
 /// is acceptable, marks it when it has 2+ ops; returns the first op index
 /// not taken.
-fn close(f: &mut Func, start: usize, end: usize, id: &mut i64, stats: &mut FuseStats) -> usize {
+fn close(f: &mut Func, uses: &Uses, start: usize, end: usize, id: &mut i64, stats: &mut FuseStats) -> usize {
     let mut e = end;
-    while e > start && !acceptable(f, &Group { id: *id, start, end: e }) {
+    while e > start && !acceptable(f, &Group { id: *id, start, end: e }, uses) {
         e -= 1;
     }
     if e > start {
@@ -111,6 +123,7 @@ pub fn fuse_func(f: &mut Func) -> FuseStats {
         ..Default::default()
     };
     let n = f.body.len();
+    let uses = Uses::of(f);
     let mut id = 0i64;
     let mut i = 0;
     while i < n {
@@ -137,7 +150,7 @@ pub fn fuse_func(f: &mut Func) -> FuseStats {
             end = j;
             j += 1;
         }
-        i = close(f, start, end, &mut id, &mut stats);
+        i = close(f, &uses, start, end, &mut id, &mut stats);
     }
     stats.inplace_dropped = strip_illegal_inplace(f);
     let fusion = analyze(f);

@@ -337,7 +337,7 @@ pub fn blocks_of(f: &Func, live: &Liveness, align: u64) -> Result<Vec<Block>, Di
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FuncPlan {
     pub arena_bytes: u64,
-    /// Live peak of the function's buffers (SPEC §4 peak_bytes): a lower bound for any plan.
+    /// Live peak of the function's buffers (peak_bytes, docs/memory.md): a lower bound for any plan.
     pub peak_bytes: u64,
     /// Arena of the first-fit baseline on the same blocks.
     pub first_fit_bytes: u64,

@@ -145,6 +145,8 @@ pub struct TrainResult {
     pub args: Vec<Tensor>,
     /// Mean time of one step (the executor's run), ms.
     pub step_time_ms: f64,
+    /// Each step's time, ms.
+    pub step_times_ms: Vec<f64>,
     /// Largest measured bytes of a step (`StepExec::peak_bytes`).
     pub peak_bytes: u64,
 }
@@ -185,11 +187,11 @@ pub fn train_loop(
 ) -> Result<TrainResult, Diag> {
     let mut losses = Vec::with_capacity(steps);
     let mut peak = 0u64;
-    let mut run_time = 0f64;
+    let mut times = Vec::with_capacity(steps);
     for step in 1..=steps {
         let t = Instant::now();
         let loss = step_once(exec, sig, step, lr_hint)?;
-        run_time += t.elapsed().as_secs_f64();
+        times.push(t.elapsed().as_secs_f64() * 1e3);
         peak = peak.max(exec.peak_bytes());
         losses.push(loss);
         on_step(step, steps, loss);
@@ -200,6 +202,6 @@ pub fn train_loop(
         args.push(t);
         i += 1;
     }
-    let step_time_ms = if steps > 0 { run_time * 1e3 / steps as f64 } else { 0.0 };
-    Ok(TrainResult { losses, args, step_time_ms, peak_bytes: peak })
+    let step_time_ms = if steps > 0 { times.iter().sum::<f64>() / steps as f64 } else { 0.0 };
+    Ok(TrainResult { losses, args, step_time_ms, step_times_ms: times, peak_bytes: peak })
 }

@@ -122,9 +122,41 @@ impl ckopt_interp::StepExec for Executor {
 
 /// Compiles and runs one step (the `ckopt-run --backend cpu|cuda` path).
 pub fn run_once(func: &Func, backend: Backend, inputs: &[Tensor], ptx: &ckopt_lower::PtxOptions) -> Result<(Vec<Tensor>, Report), Diag> {
+    let (out, rep, _) = run_repeated(func, backend, inputs, ptx, 1)?;
+    Ok((out, rep))
+}
+
+/// Compiles once and runs `repeat` (>= 1) steps on the same inputs; returns
+/// the last results, the report (its `step_ms` the median step) and every
+/// step's time in ms.
+pub fn run_repeated(
+    func: &Func,
+    backend: Backend,
+    inputs: &[Tensor],
+    ptx: &ckopt_lower::PtxOptions,
+    repeat: usize,
+) -> Result<(Vec<Tensor>, Report, Vec<f64>), Diag> {
     let mut e = Executor::new(func, backend, ptx)?;
-    let out = e.step(inputs)?;
-    Ok((out, e.report()))
+    let mut out = Vec::new();
+    let mut times = Vec::with_capacity(repeat);
+    for _ in 0..repeat.max(1) {
+        out = e.step(inputs)?;
+        times.push(e.report().step_ms);
+    }
+    let mut rep = e.report();
+    rep.step_ms = median(&times);
+    Ok((out, rep, times))
+}
+
+/// The median of a list of times (0 when empty).
+pub fn median(xs: &[f64]) -> f64 {
+    let mut v = xs.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    match v.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
-/// --memory-report (SPEC §4): a JSON array, one object per function, with
-/// exactly the SPEC keys; numbers checked by hand below. The report is taken
+/// --memory-report (docs/memory.md): a JSON array, one object per function, with
+/// exactly the documented keys; numbers checked by hand below. The report is taken
 /// after the pipeline, so dce shrinks it.
 
 // RUN: ckopt-opt %s --split-input-file --memory-report=- -o /dev/null | FileCheck %s
@@ -11,9 +11,9 @@
 // KEYS: ['arena_bytes', 'backward_flops', 'forward_flops', 'function', 'inplace_ops', 'ops', 'peak_bytes', 'recompute_flops', 'recomputed_ops', 'temp_peak_bytes', 'total_bytes']
 // KEYS-NEXT: 4
 
-/// SPEC §1's mlp: four 32x64 values (8192 B) and a scalar. At most two big
-/// values are live at once: peak 16384. Flops: matmul 2·32·64·64 = 262144,
-/// relu/sub/mul/reduce_sum 2048 each.
+/// The example mlp of docs/ir.md (without {ck.param}): four 32x64 values
+/// (8192 B) and a scalar. At most two big values are live at once: peak
+/// 16384. Flops: matmul 2·32·64·64 = 262144, relu/sub/mul/reduce_sum 2048 each.
 // CHECK:      "function": "mlp",
 // CHECK-NEXT: "ops": 5,
 // CHECK-NEXT: "total_bytes": 32772,

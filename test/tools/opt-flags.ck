@@ -1,4 +1,4 @@
-/// ckopt-opt's flags (SPEC §2): pass list, pipeline errors, split input,
+/// ckopt-opt's flags (docs/tools.md): pass list, pipeline errors, split input,
 /// IR dumps, statistics, timing, -o, stdin, --verify-each, exit codes.
 
 // RUN: ckopt-opt --list-passes | FileCheck %s --check-prefix=LIST

@@ -1,5 +1,5 @@
 /// ckopt-run --backend interp: given inputs give hand-computed outputs as
-/// SPEC §2 tensor JSON, readable text, and a report with the measured peak;
+/// the tensor JSON of docs/tools.md, readable text, and a report with the measured peak;
 /// --func picks a function; --seed inputs are deterministic.
 
 // RUN: echo '{"inputs": [{"shape": [2, 3], "data": [1.0, 2.0, 3.0, -1.0, 0.0, 1.0]}, {"shape": [3, 2], "data": [1.0, -1.0, 0.0, 1.0, 1.0, 0.0]}]}' > %t.json

@@ -2,7 +2,7 @@
 //!
 //! - `input`: reading files/stdin, loading a verified module, `ToolError`
 //!   (located diagnostics rendered against their source).
-//! - `tensor_json`: the tensor JSON of SPEC §2 (`--inputs`, `--outputs`)
+//! - `tensor_json`: the tensor JSON of docs/tools.md (`--inputs`, `--outputs`)
 //!   and a readable text form.
 //! - `opt`: the `ckopt-opt` driver (split, parse, verify, pipeline, print,
 //!   `--verify-diagnostics`, reports), kept out of the binary to be testable.

@@ -16,13 +16,14 @@ use ckopt_runtime::{Backend, Executor, Report};
 
 pub use ckopt_passes::train::plan_if_needed;
 
-/// Runs one step of `func` on `backend` (cpu or cuda), planning it first if
-/// needed; `CKOPT_LIBDEVICE` supplies libdevice for cuda.
-pub fn run_lowered(module: &Module, func: &str, backend: Backend, inputs: &[Tensor]) -> Result<(Vec<Tensor>, Report), Diags> {
+/// Runs `func` `repeat` times on `backend` (cpu or cuda), planning it first
+/// if needed; `CKOPT_LIBDEVICE` supplies libdevice for cuda. Returns the
+/// last results, the report (median step) and each step's time.
+pub fn run_lowered(module: &Module, func: &str, backend: Backend, inputs: &[Tensor], repeat: usize) -> Result<(Vec<Tensor>, Report, Vec<f64>), Diags> {
     let mut m = module.clone();
     plan_if_needed(&mut m, func, "fuse,memplan")?;
     let f = ckopt_interp::find_func(&m, func)?;
-    ckopt_runtime::run_once(f, backend, inputs, &Default::default()).map_err(Diags::from)
+    ckopt_runtime::run_repeated(f, backend, inputs, &Default::default(), repeat).map_err(Diags::from)
 }
 
 /// Trains `name` on `backend`: the step function (built in-process when the

@@ -169,7 +169,7 @@ fn process_case(
     Ok(module)
 }
 
-/// The memory reports as a JSON array (SPEC §4 keys), pretty-printed.
+/// The memory reports as a JSON array (the keys of docs/memory.md), pretty-printed.
 pub fn reports_json(reports: &[MemoryReport]) -> String {
     let mut s = serde_json::to_string_pretty(reports).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
     s.push('\n');

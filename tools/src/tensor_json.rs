@@ -1,4 +1,4 @@
-//! Tensor JSON of SPEC §2: `{"inputs": [{"shape": [2, 3], "data": [...]}, ...]}`
+//! Tensor JSON (docs/tools.md): `{"inputs": [{"shape": [2, 3], "data": [...]}, ...]}`
 //! and `{"outputs": [...]}` in the same form, row-major, rank 0 as
 //! `"shape": []`.
 //!

@@ -33,6 +33,8 @@ pub struct TrainResult {
     pub trained: Vec<usize>,
     /// Mean time of one step (the backend's run), ms.
     pub step_time_ms: f64,
+    /// Each step's time, ms.
+    pub step_times_ms: Vec<f64>,
     /// Largest measured bytes of a step (interp: its peak, arguments excluded; cpu: the arena).
     pub peak_bytes: u64,
     pub grad_func: String,
@@ -65,6 +67,7 @@ pub fn run_steps(
         args: r.args.into_iter().take(n_args).collect(),
         trained: sig.params.clone(),
         step_time_ms: r.step_time_ms,
+        step_times_ms: r.step_times_ms,
         peak_bytes: r.peak_bytes,
         grad_func: sig.grad_func.clone(),
         step_func: sig.step_func.clone(),

@@ -4,7 +4,8 @@
 //! Usage: `remat-bench MODEL DEPTH WIDTH BATCH MODE [BUDGET] [--no-inplace|--greedy-inplace] [--seq N] [--why]`
 //! (BUDGET like 48MiB; MODE as in `remat{mode=...}`; extra model sizes use the
 //! model's defaults). Prints one JSON object per line: the memory report of
-//! `@MODEL_grad` (SPEC §4) plus `unit_bytes` (batch·width·4), planning time
+//! `@MODEL_grad` (docs/memory.md) plus `input_bytes` (the first argument's
+//! bytes: batch·width·4 for mlp and resmlp), planning time
 //! of the whole pipeline and of remat alone, in seconds.
 
 use ckopt_models::{GenOptions, ModelKind, generate};

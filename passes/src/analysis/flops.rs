@@ -1,4 +1,4 @@
-//! Static flop counts (SPEC §4): matmul 2·M·N·K, conv 2·N·F·C·KH·KW·OH·OW,
+//! Static flop counts (docs/memory.md): matmul 2·M·N·K, conv 2·N·F·C·KH·KW·OH·OW,
 //! everything else one per result element (reductions: one per input element).
 //! Data movement ops (reshape, transpose, slice, concat, broadcast, fill) count
 //! one per result element as well, so no op is free. Saturating arithmetic.

@@ -1,5 +1,5 @@
 //! Analyses: the numbers that matter, each computed by one function and
-//! reused by reports, passes and benchmarks (SPEC §4).
+//! reused by reports, passes and benchmarks (docs/memory.md).
 
 pub mod flops;
 pub mod liveness;

@@ -1,4 +1,4 @@
-//! The memory report of SPEC §4, one object per function.
+//! The memory report of docs/memory.md, one object per function.
 
 use super::{Phase, liveness, op_flops, op_phases, peak};
 use ckopt_ir::{Func, Module, OpKind, ops::{ATTR_ARENA_BYTES, ATTR_INPLACE, ATTR_RECOMPUTE}};
@@ -18,6 +18,13 @@ pub struct MemoryReport {
     pub recompute_flops: u64,
     pub inplace_ops: usize,
     pub recomputed_ops: usize,
+    /// Bytes of the values internal to fusion groups (`fuse`): computed
+    /// inside their kernel and never stored; counted in `total_bytes`, not
+    /// in the peaks or the arena.
+    pub fused_bytes: u64,
+    /// Kernels a backend runs: one per fusion group, one per other op that
+    /// computes a value.
+    pub kernels: usize,
 }
 
 pub fn memory_report(f: &Func) -> MemoryReport {
@@ -36,6 +43,14 @@ pub fn memory_report(f: &Func) -> MemoryReport {
             Phase::Recompute => rc = rc.saturating_add(fl),
         }
     }
+    let fusion = ckopt_ir::fusion::analyze(f);
+    let fused_bytes = f
+        .body
+        .iter()
+        .filter_map(|o| o.result)
+        .filter(|&r| !fusion.materialized(r))
+        .fold(0u64, |a, r| a.saturating_add(f.ty(r).bytes()));
+    let kernels = f.body.iter().enumerate().filter(|(i, o)| o.result.is_some() && fusion.span(*i).0 == *i).count();
     MemoryReport {
         function: f.name.clone(),
         ops: f.body.iter().filter(|o| o.kind != OpKind::Return).count(),
@@ -48,6 +63,8 @@ pub fn memory_report(f: &Func) -> MemoryReport {
         recompute_flops: rc,
         inplace_ops: f.body.iter().filter(|o| o.has_attr(ATTR_INPLACE)).count(),
         recomputed_ops: f.body.iter().filter(|o| o.has_attr(ATTR_RECOMPUTE)).count(),
+        fused_bytes,
+        kernels,
     }
 }
 
@@ -57,7 +74,7 @@ pub fn module_report(m: &Module) -> Vec<MemoryReport> {
 
 #[cfg(test)]
 mod tests {
-    //! Hand-computed reports (SPEC §4) on small functions.
+    //! Hand-computed reports (docs/memory.md) on small functions.
     use super::*;
 
     fn report(text: &str) -> MemoryReport {
@@ -65,7 +82,7 @@ mod tests {
         memory_report(&m.funcs[0])
     }
 
-    /// The SPEC §1 example: five 32x64 / scalar values, matmul-dominated flops.
+    /// The example of docs/ir.md (without {ck.param}): five 32x64 / scalar values, matmul-dominated flops.
     /// Live sets: {h} {h,a} {a,d} {d,s} {s,l} {l} -> peak 2·8192.
     #[test]
     fn spec_mlp_example_numbers() {
@@ -163,7 +180,7 @@ mod tests {
         assert_eq!(r.temp_peak_bytes, 0);
     }
 
-    /// The JSON object has exactly the SPEC §4 keys, arena null before memplan.
+    /// The JSON object has exactly the keys of docs/memory.md, arena null before memplan.
     #[test]
     fn json_keys_are_the_spec_ones() {
         let r = report(

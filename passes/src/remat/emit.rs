@@ -53,7 +53,7 @@ pub struct Emitted {
 }
 
 impl Emitted {
-    /// temp_peak_bytes of the result (SPEC §4), with in-place sharing.
+    /// temp_peak_bytes of the result (docs/memory.md), with in-place sharing.
     pub fn temp_peak(&self) -> u64 {
         peak(&self.func, &liveness(&self.func), false)
     }

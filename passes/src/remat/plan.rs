@@ -1,7 +1,7 @@
 //! Remat plans over a chain of stages, and the planners that build them.
 //!
 //! A plan for a stage range [a, b) assumes the boundary at `a` is held and
-//! the boundary at `b` is held by the caller (SPEC: the backward of a stage
+//! the boundary at `b` is held by the caller (since the backward of a stage
 //! reads its output as well as its input). Three node kinds, as in
 //! Revolve/Rotor:
 //! - `Store`: run a..b once storing every needed value, then backward.

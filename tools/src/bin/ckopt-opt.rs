@@ -57,7 +57,7 @@ struct Cli {
     #[arg(long)]
     timing: bool,
 
-    /// Write the memory report (SPEC §4: a JSON array with one object per
+    /// Write the memory report (docs/memory.md: a JSON array with one object per
     /// function, after the pipeline) to FILE, or to stdout after the IR for `-`.
     #[arg(long, value_name = "FILE|-")]
     memory_report: Option<String>,

@@ -7,14 +7,14 @@
 //!           [--params FILE.safetensors] [--params-out FILE.safetensors]
 //! ```
 //! FILE may be `-` (stdin). The default function is the module's first.
-//! Inputs: `--inputs` (tensor JSON, SPEC §2) or generated from `--seed N`
+//! Inputs: `--inputs` (tensor JSON, docs/tools.md) or generated from `--seed N`
 //! (default 0) by `ckopt_interp::random_inputs`: uniform [-1, 1), `{ck.param}`
 //! arguments scaled by 1/sqrt(fan_in). Outputs: `--outputs` writes tensor
 //! JSON; without it the results print readably on stdout followed by a
 //! one-line summary of time and peak. `--report` writes a JSON object:
 //! `backend`, `function`, `step_time_ms` (wall time of the execution only),
 //! `peak_bytes` (measured; for `interp` the most bytes of op-defined tensors
-//! it held at once, arguments excluded: SPEC §4's peak, unoptimized), plus
+//! it held at once, arguments excluded: docs/memory.md's peak, unoptimized), plus
 //! `peak_bytes_with_args`, `arg_bytes`, `ops`, `inputs`, `outputs`.
 //!
 //! Training (`--train`, every backend): SGD on the `{ck.param}` arguments
@@ -120,6 +120,9 @@ struct Cli {
     /// Write a JSON report (backend, function, step_time_ms, peak_bytes, ...) to FILE, or stdout for `-`.
     #[arg(long, value_name = "FILE.json|-")]
     report: Option<String>,
+    /// Run the function N times on the same inputs (one compile); the report's step_time_ms is the median, step_times_ms lists them all.
+    #[arg(long, value_name = "N", default_value_t = 1, conflicts_with = "train")]
+    repeat: usize,
     /// Run in ONE arena, every value at its ck.offset inside a buffer of ck.arena_bytes (the
     /// function must be planned by memplan), so a plan bug corrupts results (cpu/cuda always do).
     #[arg(long, conflicts_with = "train")]
@@ -155,6 +158,8 @@ enum Mode {
 struct Execution {
     outputs: Vec<Tensor>,
     step_time_ms: f64,
+    /// Every run's time (`--repeat`).
+    step_times_ms: Vec<f64>,
     stats: RunStats,
     /// Backend-specific report keys (cpu/cuda: arena_bytes, arena_allocated_bytes, ...).
     extra: Option<Value>,
@@ -228,33 +233,50 @@ fn choose_plain_inputs(cli: &Cli, f: &Func, loaded: &Loaded) -> Result<(Vec<Tens
     }
 }
 
-/// Runs the function once on the chosen backend.
-fn execute(backend: Backend, arena: bool, loaded: &Loaded, func: &str, inputs: &[Tensor]) -> Result<Execution, ToolError> {
+/// Runs the function `repeat` times on the chosen backend (one compile);
+/// the step time is the median.
+fn execute(backend: Backend, arena: bool, repeat: usize, loaded: &Loaded, func: &str, inputs: &[Tensor]) -> Result<Execution, ToolError> {
     match backend {
-        Backend::Interp if arena => {
-            let start = Instant::now();
-            let (outputs, arena_bytes) = ckopt_interp::run_func_in_arena(&loaded.module, func, inputs)
-                .map_err(|d| ToolError::diag(d, Some(&loaded.source)))?;
-            let step_time_ms = start.elapsed().as_secs_f64() * 1e3;
-            let f = find_func(&loaded.module, func).map_err(|d| ToolError::diag(d, Some(&loaded.source)))?;
-            let arg_bytes: u64 = inputs.iter().map(Tensor::bytes).sum();
-            let stats = RunStats {
-                peak_bytes: arena_bytes,
-                peak_bytes_with_args: arena_bytes.saturating_add(arg_bytes),
-                arg_bytes,
-                ops: f.body.len().saturating_sub(1),
-            };
-            let extra = json!({ "arena": true, "arena_bytes": arena_bytes });
-            Ok(Execution { outputs, step_time_ms, stats, extra: Some(extra) })
-        }
         Backend::Interp => {
-            let start = Instant::now();
-            let (outputs, stats) = run_func_with_stats(&loaded.module, func, inputs)
-                .map_err(|d| ToolError::diag(d, Some(&loaded.source)))?;
-            let step_time_ms = start.elapsed().as_secs_f64() * 1e3;
-            Ok(Execution { outputs, step_time_ms, stats, extra: None })
+            let mut times = Vec::with_capacity(repeat);
+            let mut last = None;
+            for _ in 0..repeat.max(1) {
+                let start = Instant::now();
+                let r = if arena {
+                    let (outputs, arena_bytes) = ckopt_interp::run_func_in_arena(&loaded.module, func, inputs)
+                        .map_err(|d| ToolError::diag(d, Some(&loaded.source)))?;
+                    let f = find_func(&loaded.module, func).map_err(|d| ToolError::diag(d, Some(&loaded.source)))?;
+                    let arg_bytes: u64 = inputs.iter().map(Tensor::bytes).sum();
+                    let stats = RunStats {
+                        peak_bytes: arena_bytes,
+                        peak_bytes_with_args: arena_bytes.saturating_add(arg_bytes),
+                        arg_bytes,
+                        ops: f.body.len().saturating_sub(1),
+                    };
+                    (outputs, stats, Some(json!({ "arena": true, "arena_bytes": arena_bytes })))
+                } else {
+                    let (outputs, stats) = run_func_with_stats(&loaded.module, func, inputs)
+                        .map_err(|d| ToolError::diag(d, Some(&loaded.source)))?;
+                    (outputs, stats, None)
+                };
+                times.push(start.elapsed().as_secs_f64() * 1e3);
+                last = Some(r);
+            }
+            let (outputs, stats, extra) = last.ok_or_else(|| ToolError::msg("nothing ran"))?;
+            Ok(Execution { outputs, step_time_ms: median(&times), step_times_ms: times, stats, extra })
         }
-        Backend::Cpu | Backend::Cuda => execute_lowered(backend, loaded, func, inputs),
+        Backend::Cpu | Backend::Cuda => execute_lowered(backend, repeat, loaded, func, inputs),
+    }
+}
+
+/// The median of a list of times (0 when empty).
+fn median(xs: &[f64]) -> f64 {
+    let mut v = xs.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    match v.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
     }
 }
 
@@ -263,12 +285,12 @@ fn execute(backend: Backend, arena: bool, loaded: &Loaded, func: &str, inputs: &
 /// `ckopt_tools::lowered`). `peak_bytes` is the arena actually allocated
 /// (cpu) or the driver's free-memory drop minus the argument buffers (cuda).
 #[cfg(feature = "lower")]
-fn execute_lowered(backend: Backend, loaded: &Loaded, func: &str, inputs: &[Tensor]) -> Result<Execution, ToolError> {
+fn execute_lowered(backend: Backend, repeat: usize, loaded: &Loaded, func: &str, inputs: &[Tensor]) -> Result<Execution, ToolError> {
     let b = if backend == Backend::Cuda { ckopt_runtime::Backend::Cuda } else { ckopt_runtime::Backend::Cpu };
     let mut module = loaded.module.clone();
     let planned_here = ckopt_tools::lowered::plan_if_needed(&mut module, func, "fuse,memplan")
         .map_err(|d| ToolError::Diags { diags: d, source: Some(loaded.source.clone()) })?;
-    let (outputs, rep) = ckopt_tools::lowered::run_lowered(&module, func, b, inputs)
+    let (outputs, rep, times) = ckopt_tools::lowered::run_lowered(&module, func, b, inputs, repeat)
         .map_err(|d| ToolError::Diags { diags: d, source: Some(loaded.source.clone()) })?;
     let peak = match backend {
         Backend::Cuda => rep.device_memory_bytes.unwrap_or(0).saturating_sub(rep.input_bytes),
@@ -278,11 +300,11 @@ fn execute_lowered(backend: Backend, loaded: &Loaded, func: &str, inputs: &[Tens
     let stats = RunStats { peak_bytes: peak, peak_bytes_with_args: peak + rep.input_bytes, arg_bytes: rep.input_bytes, ops };
     let mut extra = rep.to_json();
     extra["planned_by_ckopt_run"] = json!(planned_here);
-    Ok(Execution { outputs, step_time_ms: rep.step_ms, stats, extra: Some(extra) })
+    Ok(Execution { outputs, step_time_ms: rep.step_ms, step_times_ms: times, stats, extra: Some(extra) })
 }
 
 #[cfg(not(feature = "lower"))]
-fn execute_lowered(backend: Backend, _: &Loaded, _: &str, _: &[Tensor]) -> Result<Execution, ToolError> {
+fn execute_lowered(backend: Backend, _: usize, _: &Loaded, _: &str, _: &[Tensor]) -> Result<Execution, ToolError> {
     Err(ToolError::msg(format!(
         "backend '{}' needs ckopt-run built with the `lower` feature (`make build`, or \
          `cargo build --features ckopt-tools/lower`); use --backend interp",
@@ -307,6 +329,7 @@ fn report_base(cli: &Cli, func: &str, inputs_desc: &str, ex: &Execution) -> Valu
         "backend": cli.backend.name(),
         "function": func,
         "step_time_ms": ex.step_time_ms,
+        "step_times_ms": ex.step_times_ms,
         "peak_bytes": ex.stats.peak_bytes,
         "peak_bytes_with_args": ex.stats.peak_bytes_with_args,
         "arg_bytes": ex.stats.arg_bytes,
@@ -449,6 +472,7 @@ fn train_mode(
             "last_loss": last,
             "losses": r.losses,
             "step_time_ms": r.step_time_ms,
+            "step_times_ms": r.step_times_ms,
             "peak_bytes": r.peak_bytes,
             "trained_arguments": r.trained,
             "inputs": inputs_desc,
@@ -483,7 +507,10 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
     let (inputs, inputs_desc) = choose_inputs(cli, f, &loaded)?;
     match mode {
         Mode::Eval => {
-            let ex = execute(cli.backend, cli.arena, &loaded, &func, &inputs)?;
+            if cli.repeat == 0 {
+                return Err(ToolError::msg("--repeat must be at least 1"));
+            }
+            let ex = execute(cli.backend, cli.arena, cli.repeat, &loaded, &func, &inputs)?;
             if let Some(path) = &cli.params_out {
                 ckopt_tools::params::save_params(path, f, &inputs)?;
             }
