@@ -18,7 +18,7 @@ for m in cnn transformer; do
       -o "$OUT/$m.ck" --params-out="$OUT/$m.safetensors"
   nparams=$(grep -o 'ck.param' "$OUT/$m.ck" | wc -l)
   echo "-- $m: $src at batch $BATCH -> @$m ($(grep -c '"ck\.' "$OUT/$m.ck") ops, $nparams parameters in $OUT/$m.safetensors)"
-  printf '%-28s %14s %14s %12s\n' "plan of @${m}_grad" "temp peak (B)" "arena (B)" "recompute"
+  printf '%-36s %14s %14s %12s\n' "plan of @${m}_grad" "temp peak (B)" "arena (B)" "recompute"
   none_peak=""
   for plan in none sqrt budget; do
     case $plan in
@@ -31,7 +31,7 @@ for m in cnn transformer; do
     peak=$(field "$OUT/$m.$plan.json" "${m}_grad" temp_peak_bytes)
     arena=$(field "$OUT/$m.$plan.json" "${m}_grad" arena_bytes)
     rc=$(python3 -c "import json,sys; r=[x for x in json.load(open(sys.argv[1])) if x['function']==sys.argv[2]][0]; print('%.2f' % (r['recompute_flops']/(r['forward_flops']+r['backward_flops'])))" "$OUT/$m.$plan.json" "${m}_grad")
-    printf '%-28s %14s %14s %12s\n' "$remat" "$peak" "$arena" "$rc"
+    printf '%-36s %14s %14s %12s\n' "$remat" "$peak" "$arena" "$rc"
     [ "$plan" = none ] && none_peak=$peak
     [ "$plan" = sqrt ] && sqrt_peak=$peak
   done

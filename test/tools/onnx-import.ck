@@ -13,12 +13,12 @@
 // RUN: %mlir-opt --allow-unregistered-dialect %t.ck -o /dev/null
 
 /// Evaluating with the exported weights, then training writes them back.
-// RUN: ckopt-run %t.ck --params %t.st --seed 1 | FileCheck %s --check-prefix=RUN
+// RUN: ckopt-run %t.ck --params %t.st --seed 1 | FileCheck %s --check-prefix=EVAL
 // RUN: ckopt-run %t.ck --params %t.st --seed 1 --train --steps 3 --lr 0.05 --params-out %t.trained.st | FileCheck %s --check-prefix=TRAIN
-// RUN: ckopt-run %t.ck --params %t.trained.st --seed 1 | FileCheck %s --check-prefix=RUN
+// RUN: ckopt-run %t.ck --params %t.trained.st --seed 1 | FileCheck %s --check-prefix=EVAL
 // RUN: not cmp -s %t.st %t.trained.st
-// RUN: result 0: tensor<f32>
-// RUN: inputs from seed 1, parameters from {{.*}}.st
+// EVAL: result 0: tensor<f32>
+// EVAL: inputs from seed 1, parameters from {{.*}}.st
 // TRAIN: step 1/3 loss
 // TRAIN: step 3/3 loss
 
