@@ -8,7 +8,7 @@
 // RUN: ckopt-opt %s --split-input-file --pass-pipeline=dce --memory-report=- -o /dev/null | FileCheck %s --check-prefix=DCE
 // RUN: ckopt-opt %s --split-input-file --memory-report=- -o /dev/null | python3 -c "import json,sys; r=json.load(sys.stdin); print(sorted(r[0].keys())); print(len(r))" | FileCheck %s --check-prefix=KEYS
 
-// KEYS: ['arena_bytes', 'backward_flops', 'forward_flops', 'function', 'inplace_ops', 'ops', 'peak_bytes', 'recompute_flops', 'recomputed_ops', 'temp_peak_bytes', 'total_bytes']
+// KEYS: ['arena_bytes', 'backward_flops', 'forward_flops', 'function', 'fused_bytes', 'inplace_ops', 'kernels', 'ops', 'peak_bytes', 'recompute_flops', 'recomputed_ops', 'temp_peak_bytes', 'total_bytes']
 // KEYS-NEXT: 4
 
 /// The example mlp of docs/ir.md (without {ck.param}): four 32x64 values
