@@ -16,7 +16,7 @@ raw results as JSON lines to RESULTS_DIR (default target/bench).
 Rows (the issue's targets):
   mlp/resmlp/resnet training steps, ratio ckopt / JAX (target <= 1.25);
   remat{mode=sqrt} vs no remat, mlp depth 100 width 256 batch 512 (target <= 1.35, smaller arena);
-  compile time (ckopt-run's compile_ms) of mlp and resmlp, depth 1000, width 1024 (target <= 3 s);
+  compile time (ckopt-run's compile_ms) of mlp and resmlp, depth 1000, width 1024, batch 32 (target <= 3 s; not with --quick);
   one 256x1024x1024 matmul: ckopt's GEMM vs numpy's sgemm (target >= 60%).
 """
 import json, os, statistics, subprocess, sys, tempfile, time
@@ -80,6 +80,20 @@ def ckopt_train(tmp, model, depth, width, batch, remat, steps):
         r = json.load(f)
     r["plan_ms"] = plan_ms
     return r, r["step_times_ms"][1:]
+
+
+def ckopt_compile(tmp, model, depth, width, batch):
+    """Planning time (ckopt-opt, sqrt remat) and ckopt-run --compile-only's report (no inputs allocated)."""
+    src = os.path.join(tmp, "c.ck")
+    planned = os.path.join(tmp, "cp.ck")
+    with open(src, "w") as f:
+        f.write(sh([tool("ckopt-gen"), model, "--depth", str(depth), "--width", str(width), "--batch", str(batch)]))
+    t0 = time.perf_counter()
+    sh([tool("ckopt-opt"), src, "--pass-pipeline=" + PIPELINE.format(remat="remat{mode=sqrt},"), "-o", planned])
+    plan_ms = (time.perf_counter() - t0) * 1e3
+    r = json.loads(sh([tool("ckopt-run"), planned, "--func", model, "--backend", "cpu", "--train", "--compile-only", "--report", "-"]))
+    r["plan_ms"] = plan_ms
+    return r
 
 
 def jax_train(py, model, depth, width, batch, remat, steps):
@@ -165,12 +179,12 @@ def main():
             print(f"remat, mlp depth {d} width {w} batch {b}: ckopt none {med['none']:.1f} ms (arena {res['none'][0]['arena_bytes'] / 2**20:.1f} MiB), "
                   f"sqrt {med['sqrt']:.1f} ms (arena {res['sqrt'][0]['arena_bytes'] / 2**20:.1f} MiB): sqrt/none {med['sqrt'] / med['none']:.2f}x; "
                   f"JAX none {med['jax-none']:.1f} ms, sqrt {med['jax-sqrt']:.1f} ms ({med['jax-sqrt'] / med['jax-none']:.2f}x)")
-        if not only or "compile" in only:
+        if (not only and not quick) or (only and "compile" in only):
             print()
             for model in ["mlp", "resmlp"]:
-                r, _ = ckopt_train(tmp, model, 1000, 1024, 32 if quick else 256, "sqrt", 2)
+                r = ckopt_compile(tmp, model, 1000, 1024, 32)
                 raw.write(json.dumps({"row": f"compile {model} 1000", "ckopt": r}) + "\n")
-                print(f"compile, {model} depth 1000 width 1024 (autodiff,inplace,sgd,fuse,remat{{mode=sqrt}},memplan): "
+                print(f"compile, {model} depth 1000 width 1024 batch 32 (autodiff,inplace,sgd,fuse,remat{{mode=sqrt}},memplan): "
                       f"planning {r['plan_ms'] / 1e3:.2f} s, ckopt-run compile_ms {r['compile_ms']:.0f} ms, {r['distinct_kernels']} distinct kernels for {r['kernels']} kernel calls")
         if not only or "matmul" in only:
             ck_rate, np_rate, npv = matmul_rates(py, tmp, 256, 1024, 1024, 20)

@@ -19,12 +19,20 @@ echo
 echo "== Rematerialization: 1000-layer MLP vs peers (bench/remat.sh --table-1000) =="
 RESULTS_DIR=target/demo bench/remat.sh --table-1000
 
-# Execution (issue 6): the step compiled through MLIR/LLVM and run on the cpu
-# backend in one arena of ck.arena_bytes; remat{mode=sqrt} trains exactly
-# like no remat, step for step, in a smaller arena (bench/train-cpu.sh).
+# Execution: the training step (@NAME_step, fused kernels JIT-compiled once,
+# GEMMs on both cores, parameters resident) run on the cpu backend in one
+# arena of ck.arena_bytes; remat{mode=sqrt} trains exactly like no remat,
+# step for step, in a smaller arena (bench/train-cpu.sh).
 echo
 echo "== Training on the cpu backend: no remat vs remat{mode=sqrt} (bench/train-cpu.sh) =="
 CKOPT_BIN_DIR="$BIN" bench/train-cpu.sh 16 32 256 5 0.01
+
+# Speed: the same SGD steps in JAX on XLA's CPU backend, side by side in one
+# run (JAX installs into target/bench-venv on first use; bench/cpu-vs-jax.py,
+# full table and targets in BENCHMARKS.md).
+echo
+echo "== Training steps: ckopt cpu vs JAX (XLA CPU), same models, one run (bench/cpu-vs-jax.py --quick) =="
+CKOPT_BIN_DIR="$BIN" RESULTS_DIR=target/demo bench/cpu-vs-jax.py --quick
 
 # ONNX import (issue 11): a PyTorch-exported CNN and transformer encoder as
 # ck functions with their weights; the memory table of the training step and

@@ -63,13 +63,10 @@ fn has_pass(name: &str) -> bool {
 
 #[test]
 fn every_model_forward_and_gradient_on_cpu_match_interp_with_and_without_remat() {
-    let mut pipelines = vec!["autodiff,memplan".to_string(), "autodiff,remat{mode=sqrt},memplan".to_string()];
-    if has_pass("inplace") {
-        pipelines.push("autodiff,inplace,remat{mode=sqrt},memplan".into());
-    }
+    let pipelines = ["autodiff,memplan", "autodiff,remat{mode=sqrt},memplan", "autodiff,inplace,remat{mode=sqrt},memplan", "autodiff,inplace,fuse,remat{mode=sqrt},memplan"];
     let mut failures = Vec::new();
     for kind in ModelKind::ALL {
-        for p in &pipelines {
+        for p in pipelines {
             let mut m = model(kind, &small(kind)).unwrap();
             if let Err(e) = optimize(&mut m, p) {
                 failures.push(format!("{} with {p}: {e}", kind.name()));
@@ -104,6 +101,19 @@ fn random_graphs_on_cpu_match_interp_planned_and_rematerialized() {
             if let Err(e) = check_module(&g, &format!("seed {seed} (autodiff, remat)")) {
                 failures.push(e);
             }
+        }
+        // Fused, with the training step, in place and rematerialized.
+        let mut s = base.clone();
+        if optimize(&mut s, "autodiff,inplace,sgd,fuse,remat{mode=sqrt},memplan").is_ok() {
+            if let Err(e) = check_module(&s, &format!("seed {seed} (autodiff, inplace, sgd, fuse, remat)")) {
+                failures.push(e);
+            }
+        }
+        let mut fz = base.clone();
+        if let Err(e) = optimize(&mut fz, "fuse,memplan") {
+            failures.push(format!("seed {seed} fuse: {e}"));
+        } else if let Err(e) = check_module(&fz, &format!("seed {seed} (fuse)")) {
+            failures.push(e);
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));

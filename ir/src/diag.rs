@@ -89,43 +89,42 @@ impl Diag {
     /// when `source` is the text of the file the location points into.
     pub fn render(&self, source: Option<&str>) -> String {
         let mut out = format!("{self}\n");
-        if let Some(src) = source {
-            if self.loc.is_known() {
-                if let Some(line) = src.lines().nth(self.loc.line as usize - 1) {
-                    // Columns count bytes (as MLIR's do); the caret is placed
-                    // under the character that starts at that byte.
-                    let mut col = ((self.loc.col.max(1) - 1) as usize).min(line.len());
-                    while !line.is_char_boundary(col) {
-                        col -= 1;
-                    }
-                    // Long lines (a 1000-argument signature) are shown as a
-                    // window around the caret, marked with "...".
-                    let (mut start, mut end) = (0, line.len());
-                    if line.len() > MAX_SHOWN_LINE {
-                        start = col.saturating_sub(MAX_SHOWN_LINE / 2);
-                        while !line.is_char_boundary(start) {
-                            start -= 1;
-                        }
-                        end = (start + MAX_SHOWN_LINE).min(line.len());
-                        while !line.is_char_boundary(end) {
-                            end -= 1;
-                        }
-                    }
-                    let prefix = if start > 0 { "..." } else { "" };
-                    let suffix = if end < line.len() { "..." } else { "" };
-                    out.push_str(prefix);
-                    out.push_str(&line[start..end]);
-                    out.push_str(suffix);
-                    out.push('\n');
-                    let pad: String = prefix
-                        .chars()
-                        .chain(line[start..col].chars())
-                        .map(|c| if c == '\t' { '\t' } else { ' ' })
-                        .collect();
-                    out.push_str(&pad);
-                    out.push_str("^\n");
+        if let Some(src) = source
+            && self.loc.is_known()
+            && let Some(line) = src.lines().nth(self.loc.line as usize - 1)
+        {
+            // Columns count bytes (as MLIR's do); the caret is placed
+            // under the character that starts at that byte.
+            let mut col = ((self.loc.col.max(1) - 1) as usize).min(line.len());
+            while !line.is_char_boundary(col) {
+                col -= 1;
+            }
+            // Long lines (a 1000-argument signature) are shown as a
+            // window around the caret, marked with "...".
+            let (mut start, mut end) = (0, line.len());
+            if line.len() > MAX_SHOWN_LINE {
+                start = col.saturating_sub(MAX_SHOWN_LINE / 2);
+                while !line.is_char_boundary(start) {
+                    start -= 1;
+                }
+                end = (start + MAX_SHOWN_LINE).min(line.len());
+                while !line.is_char_boundary(end) {
+                    end -= 1;
                 }
             }
+            let prefix = if start > 0 { "..." } else { "" };
+            let suffix = if end < line.len() { "..." } else { "" };
+            out.push_str(prefix);
+            out.push_str(&line[start..end]);
+            out.push_str(suffix);
+            out.push('\n');
+            let pad: String = prefix
+                .chars()
+                .chain(line[start..col].chars())
+                .map(|c| if c == '\t' { '\t' } else { ' ' })
+                .collect();
+            out.push_str(&pad);
+            out.push_str("^\n");
         }
         for n in &self.notes {
             out.push_str(&n.render(source));

@@ -139,11 +139,11 @@ pub fn print_func(f: &Func, out: &mut String) {
             if i > 0 {
                 out.push_str(", ");
             }
-            out.push_str(&tys[o.index()]);
+            out.push_str(tys[o.index()]);
         }
         out.push_str(") -> ");
         match op.result {
-            Some(r) => out.push_str(&tys[r.index()]),
+            Some(r) => out.push_str(tys[r.index()]),
             None => out.push_str("()"),
         }
         out.push('\n');

@@ -140,17 +140,14 @@ pub fn build_module(cfg: &GenConfig, arg_seed: u64, steps: &[u64]) -> Module {
     Module { funcs: vec![g.f] }
 }
 
-/// SplitMix64 (kept local: ckopt-ir depends on nothing).
+/// A SplitMix64 stream (`crate::random`).
 #[derive(Clone, Debug)]
 struct Rng(u64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.0 = self.0.wrapping_add(crate::random::GOLDEN);
+        crate::random::mix64(self.0)
     }
     /// Uniform in 0..n (n > 0).
     fn below(&mut self, n: u64) -> u64 {

@@ -87,6 +87,14 @@ fn memref(n: u64) -> String {
     format!("memref<{n}xf32>")
 }
 
+/// The body of one `scf.for`: (emitter, induction variable, carried values)
+/// -> the next carried values.
+type ForBody<'a> = dyn FnMut(&mut Em, &str, &[String]) -> Result<Vec<String>, Diag> + 'a;
+/// The body of one iteration of a loop nest: (emitter, lanes, index).
+type IterBody<'a> = dyn FnMut(&mut Em, usize, &[Comp]) -> Result<(), Diag> + 'a;
+/// The body run once per kept index of a row reduction.
+type KeptBody<'a> = dyn FnMut(&mut Em, &[Comp]) -> Result<(), Diag> + 'a;
+
 /// Emits `scf.for %iv = lo to hi step st` with one f32-typed carried value
 /// per `inits` entry (type given); `body` returns the next values.
 fn for_loop(
@@ -95,7 +103,7 @@ fn for_loop(
     hi: &str,
     step: &str,
     inits: &[(String, String)],
-    body: &mut dyn FnMut(&mut Em, &str, &[String]) -> Result<Vec<String>, Diag>,
+    body: &mut ForBody<'_>,
 ) -> Result<Vec<String>, Diag> {
     let iv = em.fresh();
     let args: Vec<String> = inits.iter().map(|_| em.fresh()).collect();
@@ -148,15 +156,7 @@ impl KFn<'_> {
 /// Loops over `shape`: dim 0 from `lo` to `hi` (or over the flat range when
 /// `flat`), the innermost dim `w` lanes at a time then a scalar tail.
 /// `body(em, lanes, idx)` emits one iteration.
-fn shaped_loops(
-    em: &mut Em,
-    shape: &[u64],
-    flat: bool,
-    w: usize,
-    lo: &str,
-    hi: &str,
-    body: &mut dyn FnMut(&mut Em, usize, &[Comp]) -> Result<(), Diag>,
-) -> Result<(), Diag> {
+fn shaped_loops(em: &mut Em, shape: &[u64], flat: bool, w: usize, lo: &str, hi: &str, body: &mut IterBody<'_>) -> Result<(), Diag> {
     let one = em.op("arith.constant 1 : index");
     if shape.is_empty() {
         return body(em, 1, &[]);
@@ -185,20 +185,24 @@ fn shaped_loops(
         })?;
         return Ok(());
     }
-    fn rec(
-        em: &mut Em,
-        shape: &[u64],
-        d: usize,
-        idx: &mut Vec<Comp>,
-        w: usize,
-        lo: &str,
-        hi: &str,
-        one: &str,
-        body: &mut dyn FnMut(&mut Em, usize, &[Comp]) -> Result<(), Diag>,
-    ) -> Result<(), Diag> {
-        let r = shape.len();
-        if d + 1 == r {
-            let n = shape[d];
+    Nest { shape, w, lo, hi, one: &one }.emit(em, 0, &mut Vec::new(), body)
+}
+
+/// A loop nest over a static shape: dim 0 over `[lo, hi)`, the innermost
+/// dim vectorized (`w` lanes) then a scalar tail.
+struct Nest<'a> {
+    shape: &'a [u64],
+    w: usize,
+    lo: &'a str,
+    hi: &'a str,
+    one: &'a str,
+}
+
+impl Nest<'_> {
+    fn emit(&self, em: &mut Em, d: usize, idx: &mut Vec<Comp>, body: &mut IterBody<'_>) -> Result<(), Diag> {
+        let (w, one) = (self.w, self.one);
+        if d + 1 == self.shape.len() {
+            let n = self.shape[d];
             let nv = if w > 1 { n / w as u64 * w as u64 } else { 0 };
             let c0 = em.op("arith.constant 0 : index");
             let cv = em.op(&format!("arith.constant {nv} : index"));
@@ -223,19 +227,18 @@ fn shaped_loops(
             return Ok(());
         }
         let (a, b) = if d == 0 {
-            (lo.to_string(), hi.to_string())
+            (self.lo.to_string(), self.hi.to_string())
         } else {
-            (em.op("arith.constant 0 : index"), em.op(&format!("arith.constant {} : index", shape[d])))
+            (em.op("arith.constant 0 : index"), em.op(&format!("arith.constant {} : index", self.shape[d])))
         };
         for_loop(em, &a, &b, one, &[], &mut |em, iv, _| {
             idx.push(Comp::S(iv.to_string()));
-            rec(em, shape, d + 1, idx, w, lo, hi, one, body)?;
+            self.emit(em, d + 1, idx, body)?;
             idx.pop();
             Ok(vec![])
         })?;
         Ok(())
     }
-    rec(em, shape, 0, &mut Vec::new(), w, lo, hi, &one, body)
 }
 
 /// Emits the body of a loop kernel.
@@ -316,7 +319,7 @@ fn reduce_kernel(em: &mut Em, kf: &KFn, reduce: usize, rows: bool) -> Result<(),
             d: usize,
             one: &str,
             idx: &mut Vec<Comp>,
-            inner: &mut dyn FnMut(&mut Em, &[Comp]) -> Result<(), Diag>,
+            inner: &mut KeptBody<'_>,
         ) -> Result<(), Diag> {
             if d == nk {
                 return inner(em, idx);

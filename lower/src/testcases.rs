@@ -2,6 +2,11 @@
 //! one function per op (and per interesting attribute combination), a naive
 //! plan that gives every op result its own slot, and the tolerance used
 //! against the interpreter (1e-4 relative, NaN matches NaN).
+//!
+//! Test support only: the cases are built from the op table with fixed,
+//! well-typed shapes, so a failing `push` is a bug in this file (hence the
+//! unwraps).
+#![allow(clippy::unwrap_used)]
 
 use ckopt_ir::ops::{ATTR_ARENA_BYTES, ATTR_OFFSET};
 use ckopt_ir::{Attr, Attrs, Func, Loc, OpKind, TensorType, ValueId, attrs};

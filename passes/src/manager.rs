@@ -178,12 +178,13 @@ pub fn split_pipeline(text: &str) -> Result<Vec<PassOptions>, String> {
             let mut last_key: Option<String> = None;
             for item in body.split(|c: char| c == ',' || c.is_whitespace()).filter(|s| !s.is_empty()) {
                 // A bare number continues the previous option's list: `wrt=0,2` (MLIR list options).
-                if !item.contains('=') && item.starts_with(|c: char| c.is_ascii_digit()) {
-                    if let Some(v) = last_key.as_ref().and_then(|k| opts.values.get_mut(k)) {
-                        v.push(',');
-                        v.push_str(item);
-                        continue;
-                    }
+                if !item.contains('=')
+                    && item.starts_with(|c: char| c.is_ascii_digit())
+                    && let Some(v) = last_key.as_ref().and_then(|k| opts.values.get_mut(k))
+                {
+                    v.push(',');
+                    v.push_str(item);
+                    continue;
                 }
                 let (k, v) = item.split_once('=').unwrap_or((item, "true"));
                 last_key = Some(k.to_string());

@@ -389,12 +389,12 @@ pub fn memplan_func(f: &mut Func, align: u64) -> Result<FuncPlan, Diags> {
     Ok(FuncPlan { arena_bytes: best.arena_bytes, peak_bytes, first_fit_bytes: first.arena_bytes, buffers: blocks.len(), values })
 }
 
-/// Plans every function of the module and, in debug builds, proves each plan
-/// with the independent checker.
-pub fn memplan_module(m: &mut Module, align: u64, stats: &mut Statistics) -> Result<(), Diags> {
+/// Plans every function of the module and, with `check` (the default) or
+/// in debug builds, proves each plan with the independent checker.
+pub fn memplan_module(m: &mut Module, align: u64, check: bool, stats: &mut Statistics) -> Result<(), Diags> {
     for f in &mut m.funcs {
         let p = memplan_func(f, align)?;
-        if cfg!(debug_assertions) {
+        if check || cfg!(debug_assertions) {
             memplan_check::check_func(f, align)?;
         }
         stats.add(&format!("@{}: arena bytes (best-fit, the plan)", f.name), p.arena_bytes);
@@ -408,11 +408,12 @@ pub fn memplan_module(m: &mut Module, align: u64, stats: &mut Statistics) -> Res
 
 struct MemplanPass {
     align: u64,
+    check: bool,
 }
 
 impl Pass for MemplanPass {
     fn run(&self, module: &mut Module, stats: &mut Statistics) -> Result<(), Diags> {
-        memplan_module(module, self.align, stats)
+        memplan_module(module, self.align, self.check, stats)
     }
 }
 
@@ -422,7 +423,7 @@ pub fn build(opts: &PassOptions) -> Result<Box<dyn Pass>, String> {
     if !align.is_power_of_two() {
         return Err(format!("option 'align' of pass 'memplan' must be a power of two, got {align}"));
     }
-    Ok(Box::new(MemplanPass { align }))
+    Ok(Box::new(MemplanPass { align, check: opts.bool("check", true)? }))
 }
 
 #[cfg(test)]

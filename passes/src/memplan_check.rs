@@ -104,20 +104,17 @@ pub fn check_func(f: &Func, align: u64) -> Result<(), Diags> {
         while id.is_some() && j + 1 < f.body.len() && f.body[j + 1].int_attr(ATTR_FUSION) == id {
             j += 1;
         }
-        for k in i..=j {
-            span[k] = (i, j);
-        }
+        span[i..=j].fill((i, j));
         i = j + 1;
     }
     // Internal: defined in a group, read only inside it, not returned.
     let mut internal = vec![false; nv];
-    for (i, op) in f.body.iter().enumerate() {
+    for op in &f.body {
         if let Some(r) = op.result
             && r.index() < nv
             && op.has_attr(ATTR_FUSION)
         {
             internal[r.index()] = !returned[r.index()];
-            let _ = i;
         }
     }
     for (i, op) in f.body.iter().enumerate() {

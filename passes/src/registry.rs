@@ -74,8 +74,11 @@ static REGISTRY: &[PassInfo] = &[
     },
     PassInfo {
         name: "memplan",
-        summary: "liveness-based static allocation of every op result into one arena (best-fit, largest first); writes ck.offset and ck.arena_bytes, proven by the memplan checker",
-        options: &[OptionInfo { name: "align", help: "alignment of every value in the arena, in bytes (a power of two)", default: "64" }],
+        summary: "liveness-based static allocation of every stored value into one arena (best-fit, largest first); writes ck.offset and ck.arena_bytes; the plan is proven by the memplan checker (check=true)",
+        options: &[
+            OptionInfo { name: "align", help: "alignment of every value in the arena, in bytes (a power of two)", default: "64" },
+            OptionInfo { name: "check", help: "prove every plan with the independent memplan checker (always on in debug builds)", default: "true" },
+        ],
         build: crate::memplan::build,
     },
     PassInfo {

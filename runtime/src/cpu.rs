@@ -78,6 +78,8 @@ pub struct CpuExecutor {
     threads: usize,
     func: Func,
     report: Report,
+    /// Time per kind of step (`CKOPT_PROFILE` set).
+    profile: Option<std::collections::HashMap<String, (u64, f64)>>,
 }
 
 fn diag(f: &Func, m: String) -> Diag {
@@ -122,6 +124,7 @@ impl CpuExecutor {
             threads: rayon::current_num_threads().max(1),
             func: func.clone(),
             report,
+            profile: std::env::var_os("CKOPT_PROFILE").map(|_| Default::default()),
         })
     }
 
@@ -176,6 +179,7 @@ impl CpuExecutor {
 
     fn run_steps(&mut self, steps: &[Step]) -> Result<(), Diag> {
         for s in steps {
+            let t = self.profile.is_some().then(Instant::now);
             let res = match s {
                 Step::Kernel { kernel, args, .. } => self.kernel(*kernel as usize, args),
                 Step::Gemm { gemm, .. } => {
@@ -196,8 +200,27 @@ impl CpuExecutor {
                 let op = s.op();
                 Diag::error(Loc::unknown(), format!("cpu backend: {} at {} failed: {m}", op.name, op.loc))
             })?;
+            if let (Some(t), Some(p)) = (t, self.profile.as_mut()) {
+                let key = match s {
+                    Step::Kernel { kernel, .. } => format!("kernel ck_k{kernel} ({})", s.op().name),
+                    Step::Gemm { gemm: g, .. } => format!("gemm {}x{}x{}{}{}", g.m, g.n, g.k, if g.trans_a { " ta" } else { "" }, if g.trans_b { " tb" } else { "" }),
+                    Step::Conv { conv, .. } => format!("conv {:?}", conv.kind),
+                };
+                let e = p.entry(key).or_insert((0, 0.0));
+                e.0 += 1;
+                e.1 += t.elapsed().as_secs_f64() * 1e3;
+            }
         }
         Ok(())
+    }
+
+    /// The time spent per kind of step since the executor was made, most
+    /// first: (what, calls, ms). Empty unless `CKOPT_PROFILE` is set.
+    pub fn profile(&self) -> Vec<(String, u64, f64)> {
+        let mut v: Vec<(String, u64, f64)> =
+            self.profile.iter().flatten().map(|(k, (n, ms))| (k.clone(), *n, *ms)).collect();
+        v.sort_by(|a, b| b.2.total_cmp(&a.2));
+        v
     }
 
     fn kernel(&mut self, k: usize, slots: &[Slot]) -> Result<(), String> {
@@ -416,6 +439,19 @@ pub unsafe fn run_conv(cv: &Conv, x: *mut f32, w: *mut f32, y: *mut f32, ws: *mu
                 // SAFETY: the filter gradient has F·CKK floats.
                 unsafe { std::slice::from_raw_parts_mut(w, f * ckk) }.fill(0.0);
             }
+        }
+    }
+}
+
+impl Drop for CpuExecutor {
+    /// With `CKOPT_PROFILE` set, prints where the steps spent their time.
+    fn drop(&mut self) {
+        if self.profile.is_none() {
+            return;
+        }
+        eprintln!("# cpu profile of @{} ({} runs): calls, ms, what", self.func.name, self.report.steps);
+        for (what, n, ms) in self.profile() {
+            eprintln!("{n:>8} {ms:>10.2}  {what}");
         }
     }
 }

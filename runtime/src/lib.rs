@@ -120,6 +120,41 @@ impl ckopt_interp::StepExec for Executor {
     }
 }
 
+/// Compiles `func` for `backend` without allocating or running anything:
+/// the report's `compile_ms`, `arena_bytes`, `workspace_bytes` and kernel
+/// counts (`ckopt-run --compile-only`). cpu: the step program and the JIT of
+/// its distinct kernels; cuda: the PTX (no device needed).
+pub fn compile_report(func: &Func, backend: Backend, ptx: &ckopt_lower::PtxOptions) -> Result<Report, Diag> {
+    match backend {
+        Backend::Cpu => {
+            let m = CpuModule::compile(&[func])?;
+            let p = m.programs.first().ok_or_else(|| Diag::error(func.loc.clone(), "no program"))?;
+            Ok(Report {
+                backend: "cpu".into(),
+                function: func.name.clone(),
+                arena_bytes: p.arena_bytes,
+                workspace_bytes: p.workspace_bytes,
+                compile_ms: m.compile_ms,
+                kernels: Some(p.steps.iter().filter(|s| matches!(s, ckopt_kernels::Step::Kernel { .. })).count()),
+                distinct_kernels: Some(m.cache.len()),
+                ..Default::default()
+            })
+        }
+        Backend::Cuda => {
+            let t = std::time::Instant::now();
+            let p = ckopt_lower::compile_ptx(func, ptx)?;
+            Ok(Report {
+                backend: "cuda".into(),
+                function: func.name.clone(),
+                arena_bytes: p.layout.arena_bytes,
+                compile_ms: t.elapsed().as_secs_f64() * 1e3,
+                kernels: Some(p.kernels.len()),
+                ..Default::default()
+            })
+        }
+    }
+}
+
 /// Compiles and runs one step (the `ckopt-run --backend cpu|cuda` path).
 pub fn run_once(func: &Func, backend: Backend, inputs: &[Tensor], ptx: &ckopt_lower::PtxOptions) -> Result<(Vec<Tensor>, Report), Diag> {
     let (out, rep, _) = run_repeated(func, backend, inputs, ptx, 1)?;

@@ -24,7 +24,9 @@
 // CHECK-NEXT: "backward_flops": 0,
 // CHECK-NEXT: "recompute_flops": 0,
 // CHECK-NEXT: "inplace_ops": 0,
-// CHECK-NEXT: "recomputed_ops": 0
+// CHECK-NEXT: "recomputed_ops": 0,
+// CHECK-NEXT: "fused_bytes": 0,
+// CHECK-NEXT: "kernels": 5
 module {
   func.func @mlp(%x: tensor<32x64xf32>, %w: tensor<64x64xf32>, %t: tensor<32x64xf32>) -> tensor<f32> {
     %h = "ck.matmul"(%x, %w) : (tensor<32x64xf32>, tensor<64x64xf32>) -> tensor<32x64xf32>

@@ -49,3 +49,19 @@ pub fn train_lowered(
     let r = crate::train::run_steps(&mut exec, &sig, n, steps, lr, on_step)?;
     Ok((r, exec.report(), planned))
 }
+
+/// `ckopt-run --compile-only`: plans `func` if needed (for `train`, the step
+/// function, built in-process when missing) and compiles it for `backend`;
+/// returns the report and whether it planned.
+pub fn compile_only(module: &Module, func: &str, backend: Backend, train: Option<f32>) -> Result<(Report, bool), Diags> {
+    let (mut m, name, pipeline) = match train {
+        Some(lr) => {
+            let (m, sig) = crate::train::prepared(module, func, lr)?;
+            (m, sig.step_func, "inplace,fuse,memplan")
+        }
+        None => (module.clone(), func.to_string(), "fuse,memplan"),
+    };
+    let planned = plan_if_needed(&mut m, &name, pipeline)?;
+    let f = ckopt_interp::find_func(&m, &name)?;
+    Ok((ckopt_runtime::compile_report(f, backend, &Default::default())?, planned))
+}

@@ -198,8 +198,8 @@ mod tests {
         assert_eq!(
             keys,
             vec![
-                "arena_bytes", "backward_flops", "forward_flops", "function", "fused_bytes", "inplace_ops", "kernels",
-                "ops", "peak_bytes", "recompute_flops", "recomputed_ops", "temp_peak_bytes", "total_bytes"
+                "arena_bytes", "backward_flops", "forward_flops", "function", "fused_bytes", "inplace_ops", "kernels", "ops",
+                "peak_bytes", "recompute_flops", "recomputed_ops", "temp_peak_bytes", "total_bytes"
             ]
         );
         assert!(obj["arena_bytes"].is_null());

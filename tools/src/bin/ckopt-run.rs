@@ -120,6 +120,9 @@ struct Cli {
     /// Write a JSON report (backend, function, step_time_ms, peak_bytes, ...) to FILE, or stdout for `-`.
     #[arg(long, value_name = "FILE.json|-")]
     report: Option<String>,
+    /// cpu/cuda: plan if needed and compile (with --train: the step function), report compile_ms and the program's sizes; run nothing, generate no inputs.
+    #[arg(long)]
+    compile_only: bool,
     /// Run the function N times on the same inputs (one compile); the report's step_time_ms is the median, step_times_ms lists them all.
     #[arg(long, value_name = "N", default_value_t = 1, conflicts_with = "train")]
     repeat: usize,
@@ -504,6 +507,9 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
     let mode = if cli.train { Mode::Train { steps: cli.steps, lr: cli.lr } } else { Mode::Eval };
     let func = if cli.train { ckopt_tools::train::loss_func_name(&loaded.module, &func) } else { func };
     let f = find_func(&loaded.module, &func).map_err(|d| ToolError::diag(d, Some(&loaded.source)))?;
+    if cli.compile_only {
+        return compile_only_mode(cli, &loaded, &func);
+    }
     let (inputs, inputs_desc) = choose_inputs(cli, f, &loaded)?;
     match mode {
         Mode::Eval => {
@@ -518,6 +524,52 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
         }
         Mode::Train { steps, lr } => train_mode(cli, &loaded, &func, &inputs_desc, inputs, steps, lr),
     }
+}
+
+/// `--compile-only`: the backend's compile report, as `--report` JSON (or a summary line).
+fn compile_only_mode(cli: &Cli, loaded: &Loaded, func: &str) -> Result<(), ToolError> {
+    let v = compile_only_report(cli, loaded, func)?;
+    match &cli.report {
+        Some(path) => {
+            let text = serde_json::to_string_pretty(&v).map_err(|e| ToolError::msg(format!("cannot encode the report: {e}")))?;
+            write_text(path, &(text + "\n"))
+        }
+        None => write_text(
+            "-",
+            &format!(
+                "# compiled @{} for {}: {:.1} ms, arena {} bytes, {} kernel calls, {} distinct kernels\n",
+                v["function"].as_str().unwrap_or(func),
+                cli.backend.name(),
+                v["compile_ms"].as_f64().unwrap_or(0.0),
+                v["arena_bytes"],
+                v["kernels"],
+                v["distinct_kernels"]
+            ),
+        ),
+    }
+}
+
+#[cfg(feature = "lower")]
+fn compile_only_report(cli: &Cli, loaded: &Loaded, func: &str) -> Result<Value, ToolError> {
+    let b = match cli.backend {
+        Backend::Cpu => ckopt_runtime::Backend::Cpu,
+        Backend::Cuda => ckopt_runtime::Backend::Cuda,
+        Backend::Interp => return Err(ToolError::msg("--compile-only needs --backend cpu or cuda (the interpreter compiles nothing)")),
+    };
+    let (rep, planned) = ckopt_tools::lowered::compile_only(&loaded.module, func, b, cli.train.then_some(cli.lr))
+        .map_err(|d| ToolError::Diags { diags: d, source: Some(loaded.source.clone()) })?;
+    let mut v = rep.to_json();
+    v["planned_by_ckopt_run"] = json!(planned);
+    Ok(v)
+}
+
+#[cfg(not(feature = "lower"))]
+fn compile_only_report(cli: &Cli, _: &Loaded, _: &str) -> Result<Value, ToolError> {
+    Err(ToolError::msg(format!(
+        "backend '{}' needs ckopt-run built with the `lower` feature (`make build`, or \
+         `cargo build --features ckopt-tools/lower`)",
+        cli.backend.name()
+    )))
 }
 
 fn main() -> ExitCode {
