@@ -33,3 +33,10 @@ CKOPT_BIN_DIR="$BIN" bench/train-cpu.sh 16 32 256 5 0.01
 echo
 echo "== Training steps: ckopt cpu vs JAX (XLA CPU), same models, one run (bench/cpu-vs-jax.py --quick) =="
 CKOPT_BIN_DIR="$BIN" RESULTS_DIR=target/demo bench/cpu-vs-jax.py --quick
+
+# ONNX import (issue 11): a PyTorch-exported CNN and transformer encoder as
+# ck functions with their weights; the memory table of the training step and
+# a few SGD steps on the cpu backend (bench/onnx.sh; docs/onnx.md).
+echo
+echo "== PyTorch models through ONNX: memory table and training (bench/onnx.sh) =="
+CKOPT_BIN_DIR="$BIN" bench/onnx.sh 64 5

@@ -40,3 +40,10 @@ PY
   fi
   rm -rf "$tmp"
 fi
+# Optional: the Python environment that regenerates the ONNX fixtures
+# (make test does not need it; the fixtures are committed).
+# CKOPT_ONNX_ENV=1 installs onnx + onnxruntime, CKOPT_ONNX_ENV=torch adds PyTorch.
+case "${CKOPT_ONNX_ENV:-}" in
+  1) "$(dirname "$0")/onnx-env.sh" ;;
+  torch) "$(dirname "$0")/onnx-env.sh" --torch ;;
+esac

@@ -12,6 +12,9 @@
 //! 5. `Trainer` runs SGD steps of a model through its step function
 //!    `@NAME_step` (parameters resident on the backend), with the training
 //!    driver of `ckopt-run --train` (`ckopt_passes::train`).
+//! 6. `import_onnx` turns an ONNX model into a module plus its parameter
+//!    values (`Params`, in `{ck.param}` argument order), `params_tensors`
+//!    makes them `Tensor`s; `read_params`/`write_params` are safetensors.
 //!
 //! Errors are `Error` values (rendered diagnostics with source lines); no
 //! call panics on bad input.
@@ -24,6 +27,7 @@ pub use ckopt_lower::PtxOptions;
 pub use ckopt_models::{GenOptions, ModelKind, SizeOpt};
 pub use ckopt_passes::analysis::report::MemoryReport;
 pub use ckopt_runtime::Report as RunReport;
+pub use ckopt_onnx::{ImportOptions, Loss, NamedTensor, Params};
 
 /// An error with its diagnostics and, when known, the source they point into.
 #[derive(Debug, Clone)]
@@ -54,6 +58,32 @@ impl From<Diag> for Error {
 
 fn msg(m: impl Into<String>) -> Error {
     Diag::error(Loc::unknown(), m).into()
+}
+
+/// Imports an ONNX model: a module with one function (graph inputs, loss
+/// inputs, then one `{ck.param}` argument per initializer that feeds
+/// computation) and the parameters' values in that argument order.
+pub fn import_onnx(path: impl AsRef<std::path::Path>, opts: ImportOptions) -> Result<(Module, Params), Error> {
+    ckopt_onnx::import_file(path.as_ref(), &opts).map_err(Error::from)
+}
+
+/// Parameter values as tensors (for `Compiled::run` and `Trainer::step`).
+pub fn params_tensors(params: &Params) -> Result<Vec<Tensor>, Error> {
+    params.iter().map(|p| Tensor::new(p.shape.iter().map(|&d| d as usize).collect(), p.data.clone()).map_err(msg)).collect()
+}
+
+/// Reads a safetensors file of f32 tensors.
+pub fn read_params(path: impl AsRef<std::path::Path>) -> Result<Params, Error> {
+    let p = path.as_ref();
+    let file = p.display().to_string();
+    let bytes = std::fs::read(p).map_err(|e| msg(format!("cannot read '{file}': {e}")))?;
+    ckopt_onnx::read_safetensors(&bytes, &file).map_err(Error::from)
+}
+
+/// Writes tensors as a safetensors file.
+pub fn write_params(path: impl AsRef<std::path::Path>, params: &Params) -> Result<(), Error> {
+    let bytes = ckopt_onnx::write_safetensors(params).map_err(msg)?;
+    std::fs::write(path.as_ref(), bytes).map_err(|e| msg(format!("cannot write '{}': {e}", path.as_ref().display())))
 }
 
 /// Parses and verifies ck IR text (`file` names it in diagnostics).

@@ -13,6 +13,8 @@
 //!
 //! Semantics worth stating (docs/ir.md's op set, made exact):
 //! - `relu(x) = x > 0 ? x : 0`; `relu_grad(x, dy) = x > 0 ? dy : 0`.
+//! - `erf` is `libm::erff` (musl's f32 erf, < 1 ulp); `constant` is its
+//!   `value` attribute's elements.
 //! - `max(a, b)` and `reduce_max` use `f32::max` (a NaN operand is ignored);
 //!   `reduce_max` over an empty set is `-inf`, `reduce_sum` is 0.
 //! - `broadcast {dims}`: `y[j] = x[j[dims[0]], j[dims[1]], ...]`.
@@ -80,6 +82,7 @@ pub fn eval_kind(kind: OpKind, attrs: &Attrs, inputs: &[&Tensor], result: &Tenso
         Relu => unary(x(), |v| if v > 0.0 { v } else { 0.0 }),
         Sqrt => unary(x(), f32::sqrt),
         Rsqrt => unary(x(), |v| 1.0 / v.sqrt()),
+        Erf => unary(x(), libm::erff),
         Add => binary(inputs, |a, b| a + b),
         Sub => binary(inputs, |a, b| a - b),
         Mul => binary(inputs, |a, b| a * b),
@@ -91,6 +94,8 @@ pub fn eval_kind(kind: OpKind, attrs: &Attrs, inputs: &[&Tensor], result: &Tenso
             unary(x(), |v| s * v)
         }
         Fill => Tensor::full(&out_shape, f32_attr(attrs, "value")),
+        // infer_type checked that the element count matches the shape.
+        Constant => Tensor { shape: out_shape, data: attrs.get("value").and_then(Attr::as_dense).map(|(_, d)| d.to_vec()).unwrap_or_default() },
         Dropout => {
             let step = inputs.get(1).and_then(|t| t.data.first().copied());
             dropout(x(), f32_attr(attrs, "rate"), dropout_key(int_attr(attrs, "seed"), step))

@@ -19,6 +19,10 @@ pub enum Attr {
     IntArray(Vec<i64>),
     /// `"..."`.
     Str(String),
+    /// `dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf32>`: f32 elements,
+    /// row-major, of a static shape (MLIR's dense elements attribute). The
+    /// value of `ck.constant`.
+    Dense { shape: Vec<u64>, data: Vec<f32> },
 }
 
 pub type Attrs = BTreeMap<String, Attr>;
@@ -32,6 +36,7 @@ impl Attr {
             Attr::F32(_) => "f32 float",
             Attr::IntArray(_) => "array of integers",
             Attr::Str(_) => "string",
+            Attr::Dense { .. } => "dense f32 elements",
         }
     }
     pub fn as_int(&self) -> Option<i64> {
@@ -58,6 +63,41 @@ impl Attr {
             _ => None,
         }
     }
+    /// The shape and row-major data of a dense elements attribute.
+    pub fn as_dense(&self) -> Option<(&[u64], &[f32])> {
+        match self {
+            Attr::Dense { shape, data } => Some((shape, data)),
+            _ => None,
+        }
+    }
+    /// A string attribute's text.
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Attr::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+/// Writes `data` nested by `shape` (`[[a, b], [c, d]]`; a scalar for rank 0).
+/// Stops early (never panics) when `data` is shorter than the shape says.
+fn write_nested(f: &mut fmt::Formatter<'_>, shape: &[u64], data: &[f32], at: &mut usize) -> fmt::Result {
+    let Some((&n, rest)) = shape.split_first() else {
+        let v = data.get(*at).copied().unwrap_or(0.0);
+        *at += 1;
+        return f.write_str(&format_f32(v));
+    };
+    f.write_str("[")?;
+    for i in 0..n {
+        if *at > data.len() {
+            break;
+        }
+        if i > 0 {
+            f.write_str(", ")?;
+        }
+        write_nested(f, rest, data, at)?;
+    }
+    f.write_str("]")
 }
 
 /// Prints an f32 so that MLIR's lexer reads it back as a float literal
@@ -117,6 +157,11 @@ impl fmt::Display for Attr {
                 }
                 f.write_str("\"")
             }
+            Attr::Dense { shape, data } => {
+                f.write_str("dense<")?;
+                write_nested(f, shape, data, &mut 0)?;
+                write!(f, "> : {}", crate::types::TensorType::f32(shape.clone()))
+            }
         }
     }
 }
@@ -155,6 +200,15 @@ mod tests {
         assert_eq!(format_f32(1e-5), "1.0e-5");
         assert_eq!(format_f32(1e20), "1.0e20");
         assert_eq!(format_f32(f32::INFINITY), "0x7F800000");
+    }
+    #[test]
+    fn dense_prints_nested_by_shape() {
+        let a = Attr::Dense { shape: vec![2, 2], data: vec![1.0, -2.5, 0.0, 1e-5] };
+        assert_eq!(a.to_string(), "dense<[[1.0, -2.5], [0.0, 1.0e-5]]> : tensor<2x2xf32>");
+        let s = Attr::Dense { shape: vec![], data: vec![3.0] };
+        assert_eq!(s.to_string(), "dense<3.0> : tensor<f32>");
+        let e = Attr::Dense { shape: vec![0], data: vec![] };
+        assert_eq!(e.to_string(), "dense<[]> : tensor<0xf32>");
     }
     #[test]
     fn dict_prints_sorted_with_units_bare() {

@@ -74,6 +74,7 @@ op_table! {
     Relu => "relu", Exactly(1), "y = max(x, 0)";
     Sqrt => "sqrt", Exactly(1), "y = sqrt x";
     Rsqrt => "rsqrt", Exactly(1), "y = 1 / sqrt x";
+    Erf => "erf", Exactly(1), "y = erf x = 2/sqrt(pi) * integral_0^x e^(-t^2) dt";
     Add => "add", Exactly(2), "y = a + b";
     Sub => "sub", Exactly(2), "y = a - b";
     Mul => "mul", Exactly(2), "y = a * b";
@@ -81,6 +82,7 @@ op_table! {
     Max => "max", Exactly(2), "y = max(a, b)";
     Scale => "scale", Exactly(1), "y = value * x";
     Fill => "fill", Exactly(0), "y = value everywhere";
+    Constant => "constant", Exactly(0), "y = the dense elements of value (row-major f32; shape from its type)";
     ReluGrad => "relu_grad", Exactly(2), "dx = dy where x > 0, else 0 (operands x, dy)";
     Broadcast => "broadcast", Exactly(1), "input dim i becomes result dim dims[i]; other dims repeat";
     ReduceSum => "reduce_sum", Exactly(1), "sum over dims (removed from the shape)";
@@ -109,6 +111,7 @@ pub enum AttrKind {
     Bool,
     Ints,
     Unit,
+    Dense,
 }
 
 impl AttrKind {
@@ -119,6 +122,7 @@ impl AttrKind {
             AttrKind::Bool => "bool",
             AttrKind::Ints => "array of integers",
             AttrKind::Unit => "unit",
+            AttrKind::Dense => "dense f32 elements",
         }
     }
     pub fn matches(self, a: &Attr) -> bool {
@@ -129,6 +133,7 @@ impl AttrKind {
                 | (AttrKind::Bool, Attr::Bool(_))
                 | (AttrKind::Ints, Attr::IntArray(_))
                 | (AttrKind::Unit, Attr::Unit)
+                | (AttrKind::Dense, Attr::Dense { .. })
         )
     }
 }
@@ -178,6 +183,10 @@ pub const ATTR_STEP: &str = "ck.step";
 pub const ATTR_OPT_STATE: &str = "ck.opt_state";
 /// Every argument attribute ckopt knows (all unit attributes).
 pub const ARG_ATTRS: &[&str] = &[ATTR_PARAM, ATTR_DONATE, ATTR_STEP, ATTR_OPT_STATE];
+/// Argument attribute: the argument's external name (a string), by which
+/// weights files (safetensors) map to it; importers keep the source
+/// framework's parameter names here.
+pub const ATTR_NAME: &str = "ck.name";
 
 impl OpKind {
     /// Looks an op up by its name without the `ck.` prefix.
@@ -193,7 +202,7 @@ impl OpKind {
     }
     pub fn is_unary_elementwise(self) -> bool {
         use OpKind::*;
-        matches!(self, Neg | Exp | Log | Tanh | Sigmoid | Relu | Sqrt | Rsqrt | Scale | Dropout)
+        matches!(self, Neg | Exp | Log | Tanh | Sigmoid | Relu | Sqrt | Rsqrt | Erf | Scale | Dropout)
     }
     pub fn is_binary_elementwise(self) -> bool {
         use OpKind::*;
@@ -226,8 +235,10 @@ impl OpKind {
         const CONV: &[AttrSpec] = &[opt("stride", Ints), opt("padding", Ints)];
         const POOL: &[AttrSpec] = &[req("window", Ints), opt("stride", Ints)];
         const DROPOUT: &[AttrSpec] = &[req("rate", F32), req("seed", I64)];
+        const DENSE: &[AttrSpec] = &[req("value", Dense)];
         match self {
             Scale | Fill => VALUE,
+            Constant => DENSE,
             Broadcast | ReduceSum | ReduceMax => DIMS,
             Transpose => PERM,
             Slice => OFFSETS,
@@ -459,6 +470,19 @@ pub fn infer_type(
             operands[0].clone()
         }
         Fill => need_declared()?,
+        Constant => {
+            let (shape, data) = attrs.get("value").and_then(Attr::as_dense).ok_or("requires attribute 'value' (dense f32 elements)")?;
+            let ty = TensorType::f32(shape.to_vec());
+            if ty.num_elements() != Some(data.len() as u64) {
+                return Err(format!("'value' holds {} elements but its type {ty} needs {:?}", data.len(), ty.num_elements()));
+            }
+            if let Some(d) = declared
+                && d.dtype != ty.dtype
+            {
+                return Err(format!("result element type {} differs from the f32 elements of 'value'", d.dtype.name()));
+            }
+            ty
+        }
         Broadcast => {
             let y = need_declared()?;
             let x = operands[0];
@@ -664,6 +688,18 @@ mod tests {
         a.insert("padding".into(), Attr::IntArray(vec![1, 1]));
         let r = infer_type(OpKind::Conv2d, &a, &[&t(&[1, 3, 8, 8]), &t(&[4, 3, 3, 3])], None);
         assert_eq!(r, Ok(Some(t(&[1, 4, 4, 4]))));
+    }
+
+    #[test]
+    fn constant_type_comes_from_its_value() {
+        let mut a = Attrs::new();
+        a.insert("value".into(), Attr::Dense { shape: vec![2, 3], data: vec![0.5; 6] });
+        assert_eq!(infer_type(OpKind::Constant, &a, &[], None), Ok(Some(t(&[2, 3]))));
+        assert!(infer_type(OpKind::Constant, &a, &[], Some(&t(&[3, 2]))).is_err());
+        a.insert("value".into(), Attr::Dense { shape: vec![2, 3], data: vec![0.5; 5] });
+        assert!(infer_type(OpKind::Constant, &a, &[], None).is_err(), "element count must match the shape");
+        a.insert("value".into(), Attr::F32(1.0));
+        assert!(infer_type(OpKind::Constant, &a, &[], None).is_err());
     }
 
     #[test]

@@ -711,6 +711,7 @@ impl<'a> Parser<'a> {
             K::Ident => {
                 let s = self.span(t);
                 let a = match s {
+                    "dense" => return self.parse_dense(depth),
                     "unit" => Attr::Unit,
                     "true" => Attr::Bool(true),
                     "false" => Attr::Bool(false),
@@ -755,6 +756,89 @@ impl<'a> Parser<'a> {
             }
             K::Punct(b'{') => self.err(t, "dictionary attribute values are not supported"),
             _ => self.expected("an attribute value"),
+        }
+    }
+
+    /// `dense<LITERAL> : tensor<SHAPExf32>`: LITERAL nested by the shape
+    /// (`[[1.0, 2.0], [3.0, 4.0]]`), a bare number for rank 0. Elements are
+    /// floats with a `.` or hexadecimal f32 bit patterns, as MLIR prints them.
+    /// A splat (`dense<1.0> : tensor<4xf32>`) is rejected: ck spells that
+    /// `ck.fill`, and no allocation is sized by a number read from the input.
+    fn parse_dense(&mut self, depth: u32) -> PResult<Attr> {
+        let kw = self.bump();
+        self.expect_punct(b'<', "after 'dense'")?;
+        let mut data = Vec::new();
+        let shape = self.parse_dense_literal(depth + 1, &mut data)?;
+        self.expect_punct(b'>', "to close the dense literal")?;
+        self.expect_punct(b':', "and the type of the dense literal")?;
+        let ty = self.parse_type()?;
+        if ty.dtype != DType::F32 {
+            return self.err(kw, format!("dense elements of {ty} are not supported (ck constants are f32)"));
+        }
+        if shape != ty.shape {
+            if shape.is_empty() {
+                return self.err(kw, format!("splat dense literal for {ty} is not supported (use ck.fill)"));
+            }
+            return self.err(kw, format!("dense literal of shape {shape:?} does not match its type {ty}"));
+        }
+        Ok(Attr::Dense { shape, data })
+    }
+
+    /// One (nested) element list; returns its shape and appends its elements.
+    fn parse_dense_literal(&mut self, depth: u32, data: &mut Vec<f32>) -> PResult<Vec<u64>> {
+        let t = self.tok;
+        if depth > MAX_NESTING {
+            return self.err(t, format!("dense literal nesting is deeper than {MAX_NESTING} levels"));
+        }
+        if !self.is_punct(b'[') {
+            let s = self.span(t);
+            let v = match t.k {
+                K::Float => match s.parse::<f32>() {
+                    Ok(v) if v.is_finite() => v,
+                    _ => return self.err(t, format!("float {s} is out of range for f32 (use a hexadecimal bit pattern for inf/nan)")),
+                },
+                K::Hex if !s.starts_with('-') => match u32::from_str_radix(&s[2..], 16) {
+                    Ok(bits) => f32::from_bits(bits),
+                    Err(_) => return self.err(t, format!("hexadecimal float {s} does not fit in 32 bits")),
+                },
+                K::Int => {
+                    return self.err(
+                        t,
+                        "unexpected decimal integer literal for a floating point value (add a trailing '.0' to make it a float)",
+                    );
+                }
+                _ => return self.expected("a float or '[' in a dense literal"),
+            };
+            self.bump();
+            data.push(v);
+            return Ok(Vec::new());
+        }
+        self.bump();
+        let mut count: u64 = 0;
+        let mut inner: Option<Vec<u64>> = None;
+        if self.is_punct(b']') {
+            self.bump();
+            return Ok(vec![0]);
+        }
+        loop {
+            let et = self.tok;
+            let sub = self.parse_dense_literal(depth + 1, data)?;
+            match &inner {
+                Some(prev) if *prev != sub => {
+                    return self.err(et, format!("dense literal rows differ in shape: {prev:?} and {sub:?}"));
+                }
+                Some(_) => {}
+                None => inner = Some(sub),
+            }
+            count += 1;
+            if self.is_punct(b',') {
+                self.bump();
+            } else {
+                self.expect_punct(b']', "or ',' in a dense literal")?;
+                let mut shape = vec![count];
+                shape.extend(inner.unwrap_or_default());
+                return Ok(shape);
+            }
         }
     }
 
@@ -1280,6 +1364,37 @@ func.func @g() -> tensor<f32> {
         assert!(p.contains("%v = \"ck.neg\"(%a_b_1)"), "{p}");
         let m2 = crate::parse_and_verify(&p, "p").expect("valid");
         assert_eq!(print_module(&m2), p);
+    }
+
+    #[test]
+    fn dense_constants_and_named_arguments_round_trip() {
+        let text = "func.func @f(%w: tensor<2xf32> {ck.name = \"fc1.weight\", ck.param}) -> tensor<2x2xf32> {\n  %c = \"ck.constant\"() {value = dense<[[1.0, -2.5], [0x7F800000, 1.0e-5]]> : tensor<2x2xf32>} : () -> tensor<2x2xf32>\n  %e = \"ck.erf\"(%c) : (tensor<2x2xf32>) -> tensor<2x2xf32>\n  \"ck.return\"(%e) : (tensor<2x2xf32>) -> ()\n}\n";
+        let m = crate::parse_and_verify(text, "t").expect("ok");
+        let f = &m.funcs[0];
+        assert_eq!(f.params[0].attrs.get(crate::ops::ATTR_NAME).and_then(Attr::as_str), Some("fc1.weight"));
+        let (shape, data) = f.body[0].attrs.get("value").and_then(Attr::as_dense).expect("dense");
+        assert_eq!(shape, &[2, 2]);
+        assert_eq!(data[2], f32::INFINITY);
+        let p = print_module(&m);
+        assert_eq!(print_module(&crate::parse_and_verify(&p, "p").expect("reparse")), p);
+        let scalar = "func.func @f() -> tensor<f32> {\n  %c = \"ck.constant\"() {value = dense<2.0> : tensor<f32>} : () -> tensor<f32>\n  \"ck.return\"(%c) : (tensor<f32>) -> ()\n}\n";
+        assert!(crate::parse_and_verify(scalar, "s").is_ok());
+    }
+
+    #[test]
+    fn malformed_dense_literals_are_located_errors() {
+        let case = |lit: &str| {
+            let text = format!("func.func @f() {{\n  %c = \"ck.constant\"() {{value = {lit}}} : () -> tensor<2xf32>\n  \"ck.return\"() : () -> ()\n}}\n");
+            errs(&text).join("\n")
+        };
+        assert!(case("dense<[1.0, 2.0, 3.0]> : tensor<2xf32>").contains("does not match its type"));
+        assert!(case("dense<[[1.0], [2.0, 3.0]]> : tensor<2x1xf32>").contains("rows differ"));
+        assert!(case("dense<[1, 2]> : tensor<2xf32>").contains("decimal integer"));
+        assert!(case("dense<1.0> : tensor<2xf32>").contains("splat"));
+        assert!(case("dense<[1.0, 2.0]> : tensor<2xf16>").contains("are f32"));
+        assert!(case("dense<[1.0, 2.0] : tensor<2xf32>").contains("expected '>'"));
+        let bad_name = "func.func @f(%w: tensor<2xf32> {ck.name = 3}) {\n  \"ck.return\"() : () -> ()\n}\n";
+        assert!(errs(bad_name)[0].contains("'ck.name' must be a string"), "{:?}", errs(bad_name));
     }
 
     #[test]

@@ -233,6 +233,8 @@ const STEP_OPS: &[OpKind] = &[
     OpKind::MaxPool2dGrad,
     OpKind::AvgPool2dGrad,
     OpKind::Dropout,
+    OpKind::Erf,
+    OpKind::Constant,
 ];
 
 fn ints(v: &[u64]) -> Attr {
@@ -544,6 +546,22 @@ impl<'c> Gen<'c> {
                 let value = self.rng.pick(&[-2.0f32, -0.5, 0.5, 1.5, 2.0]);
                 let iv = self.iv[x.index()].times(value as f64);
                 self.push(Scale, &[x], attrs([("value", Attr::F32(value))]), None, iv);
+            }
+            Erf => {
+                // |erf x| <= min(1, (2/sqrt pi)|x|) and erf is monotone: a sound interval.
+                let x = self.pick_value();
+                let iv = self.iv[x.index()];
+                let k = std::f64::consts::FRAC_2_SQRT_PI;
+                let lo = if iv.lo >= 0.0 { 0.0 } else { (k * iv.lo).max(-1.0) };
+                let hi = if iv.hi <= 0.0 { 0.0 } else { (k * iv.hi).min(1.0) };
+                self.unary(Erf, x, Iv::new(lo, hi));
+            }
+            Constant => {
+                let shape = self.random_shape();
+                let n: u64 = shape.iter().product();
+                let data: Vec<f32> = (0..n).map(|_| self.rng.range(0, 8) as f32 * 0.25 - 1.0).collect();
+                let value = Attr::Dense { shape, data };
+                self.push(Constant, &[], attrs([("value", value)]), None, Iv::new(-1.0, 1.0));
             }
             Fill => {
                 let shape = self.random_shape();

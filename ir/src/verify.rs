@@ -6,9 +6,10 @@
 //! and type rules (`ops::infer_type`) against the declared result type; the
 //! body ends with exactly one `ck.return` whose operand types match the
 //! function's result types; sizes fit in u64; argument attributes
-//! (`ck.param`, `ck.donate`, `ck.step`, `ck.opt_state` are unit; other
-//! undotted or `ck.*` names are unknown); `ck.fusion` groups are contiguous
-//! and emittable (`fusion::verify_fusion`, checked once the rest is clean); and
+//! (`ck.param`, `ck.donate`, `ck.step`, `ck.opt_state` are unit, `ck.name`
+//! a string; other undotted or `ck.*` names are unknown); `ck.fusion` groups
+//! are contiguous and emittable (`fusion::verify_fusion`, checked once the
+//! rest is clean); and
 //! function attributes (`ck.arena_bytes` is a non-negative i64; other
 //! undotted or `ck.*` names are unknown). Dotted names of other dialects
 //! are left alone, as MLIR's discardable attributes.
@@ -16,7 +17,7 @@
 use crate::attr::{Attr, Attrs};
 use crate::diag::{Diag, Diags, Loc};
 use crate::func::{Func, Module};
-use crate::ops::{ARG_ATTRS, ATTR_ARENA_BYTES, OpKind, infer_type};
+use crate::ops::{ARG_ATTRS, ATTR_ARENA_BYTES, ATTR_NAME, OpKind, infer_type};
 use crate::types::TensorType;
 use std::collections::HashSet;
 
@@ -31,6 +32,9 @@ fn check_func_attrs(attrs: &Attrs, known: &[(&str, &str)], what: &str) -> Result
             }
             Some((_, "bytes")) if !matches!(a, Attr::Int(v) if *v >= 0) => {
                 return Err(format!("{what} attribute '{k}' must be a non-negative i64 byte count"));
+            }
+            Some((_, "string")) if !matches!(a, Attr::Str(_)) => {
+                return Err(format!("{what} attribute '{k}' must be a string, got {}", a.kind_name()));
             }
             Some(_) => {}
             None if !k.contains('.') || k.starts_with("ck.") => {
@@ -51,7 +55,7 @@ pub fn verify_func(f: &Func, diags: &mut Diags) {
         diags.push(at(&f.loc, format!("@{}: {m}", f.name)));
     }
     for (i, p) in f.params.iter().enumerate() {
-        let known: Vec<(&str, &str)> = ARG_ATTRS.iter().map(|&a| (a, "unit")).collect();
+        let known: Vec<(&str, &str)> = ARG_ATTRS.iter().map(|&a| (a, "unit")).chain([(ATTR_NAME, "string")]).collect();
         if let Err(m) = check_func_attrs(&p.attrs, &known, "argument") {
             diags.push(at(&f.loc, format!("@{} argument #{i}: {m}", f.name)));
         }

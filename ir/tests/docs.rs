@@ -9,7 +9,7 @@
 //!   plus `ck.arena_bytes` and `ck.param`, and no other `ck.*` name;
 //! - every `mlir` code block parses and verifies.
 
-use ckopt_ir::ops::{ARG_ATTRS, ATTR_ARENA_BYTES, AttrKind, DISCARDABLE_ATTRS};
+use ckopt_ir::ops::{ARG_ATTRS, ATTR_ARENA_BYTES, ATTR_NAME, AttrKind, DISCARDABLE_ATTRS};
 use ckopt_ir::{Arity, OpKind, parse_and_verify};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -42,6 +42,7 @@ fn kind_text(k: AttrKind) -> &'static str {
         AttrKind::Bool => "bool",
         AttrKind::Ints => "[i64]",
         AttrKind::Unit => "unit",
+        AttrKind::Dense => "dense",
     }
 }
 
@@ -134,6 +135,7 @@ fn pass_attributes_in_docs_match_the_table() {
     for &a in ARG_ATTRS {
         want.push((a, "unit", "argument"));
     }
+    want.push((ATTR_NAME, "string", "argument"));
     let mut problems = Vec::new();
     for (name, kind, place) in want {
         match rows.remove(name) {

@@ -41,7 +41,7 @@ use std::collections::HashSet;
 use std::fmt::Write;
 
 /// MLIR pipeline from the kernels module to the LLVM dialect.
-pub const CPU_PIPELINE: &str = "builtin.module(convert-scf-to-cf,convert-vector-to-llvm,convert-math-to-llvm,\
+pub const CPU_PIPELINE: &str = "builtin.module(convert-scf-to-cf,convert-math-to-llvm,convert-math-to-libm,convert-vector-to-llvm,\
 expand-strided-metadata,lower-affine,finalize-memref-to-llvm,convert-arith-to-llvm,convert-index-to-llvm,\
 convert-cf-to-llvm,convert-func-to-llvm{use-bare-ptr-memref-call-conv=1},reconcile-unrealized-casts)";
 

@@ -380,6 +380,21 @@ pub fn element(em: &mut Em, f: &Func, op: &Op, ins: &[Mem], idx: &str) -> Result
             }
         }
         Fill => em.cf(f32_attr(op, "value")?),
+        Erf => {
+            let x = em.load(&ins[0], idx);
+            em.op(&format!("math.erf {x} : f32"))
+        }
+        Constant => {
+            // The elements as one constant vector, read at the flat index.
+            let (_, data) = op.attrs.get("value").and_then(Attr::as_dense).ok_or_else(|| bad("needs a dense 'value'".into()))?;
+            if data.is_empty() {
+                return Err(bad("has no elements".into()));
+            }
+            let elems: Vec<String> = data.iter().map(|&v| ckopt_ir::attr::format_f32(v)).collect();
+            let n = data.len();
+            let c = em.op(&format!("arith.constant dense<[{}]> : vector<{n}xf32>", elems.join(", ")));
+            em.op(&format!("vector.extract {c}[{idx}] : f32 from vector<{n}xf32>"))
+        }
         Reshape => em.load(&ins[0], idx),
         Broadcast => {
             let dims = ints(op, "dims");

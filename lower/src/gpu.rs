@@ -49,7 +49,7 @@ pub type PtxOptions = CudaOptions;
 
 fn uses_math(k: OpKind) -> bool {
     use OpKind::*;
-    matches!(k, Exp | Log | Tanh | Sigmoid | Sqrt | Rsqrt)
+    matches!(k, Exp | Log | Tanh | Sigmoid | Sqrt | Rsqrt | Erf)
 }
 
 fn resolve_libdevice(opts: &CudaOptions) -> Option<PathBuf> {

@@ -59,6 +59,11 @@ pub fn op_cases() -> Vec<Func> {
         case(k.name(), &[t(&[2, 3, 4]), t(&[2, 3, 4])], &|f, a| f.push(k, &[a[0], a[1]], Attrs::new(), None, "y", u()).unwrap());
     }
     case("scale", &[t(&[7])], &|f, a| f.push(OpKind::Scale, &[a[0]], attrs([("value", Attr::F32(-2.5))]), None, "y", u()).unwrap());
+    case("erf", &[t(&[3, 5])], &|f, a| f.push(OpKind::Erf, &[a[0]], Attrs::new(), None, "y", u()).unwrap());
+    case("constant", &[], &|f, _| {
+        let v = Attr::Dense { shape: vec![2, 3], data: vec![0.5, -1.0, 2.0, 0.25, -0.125, 3.0] };
+        f.push(OpKind::Constant, &[], attrs([("value", v)]), None, "y", u()).unwrap()
+    });
     case("fill", &[], &|f, _| f.push(OpKind::Fill, &[], attrs([("value", Attr::F32(0.75))]), Some(t(&[2, 2])), "y", u()).unwrap());
     case("fill_scalar", &[], &|f, _| f.push(OpKind::Fill, &[], attrs([("value", Attr::F32(3.0))]), Some(t(&[])), "y", u()).unwrap());
     case("broadcast", &[t(&[3, 4])], &|f, a| {

@@ -43,7 +43,7 @@ fn every_op_compiles_to_ptx_and_ptxas_accepts_it() {
     let mut checked = 0;
     for mut f in op_cases() {
         naive_plan(&mut f);
-        let math = f.body.iter().any(|o| matches!(o.kind, OpKind::Exp | OpKind::Log | OpKind::Tanh | OpKind::Sigmoid | OpKind::Sqrt | OpKind::Rsqrt));
+        let math = f.body.iter().any(|o| matches!(o.kind, OpKind::Exp | OpKind::Log | OpKind::Tanh | OpKind::Sigmoid | OpKind::Sqrt | OpKind::Rsqrt | OpKind::Erf));
         if math && !have_libdevice {
             continue;
         }

@@ -378,12 +378,13 @@ impl<'a> VEm<'a> {
                 let t = self.vt();
                 self.em.op(&format!("arith.negf {a} : {t}"))
             }
-            Exp | Log | Tanh | Sqrt => {
+            Exp | Log | Tanh | Sqrt | Erf => {
                 let a = x(self, 0)?;
                 let f = match op.kind {
                     Exp => "exp",
                     Log => "log",
                     Tanh => "tanh",
+                    Erf => "erf",
                     _ => "sqrt",
                 };
                 let t = self.vt();

@@ -46,7 +46,8 @@
 //! | div | `da = dy/b, db = neg((dy/b)*y)` | b and output y (a may die) |
 //! | max | `da = relu_grad(a-b, dy), db = dy - da`; tie → b | a, b |
 //! | scale | `dx = value * dy` | none |
-//! | fill | no operands | — |
+//! | fill, constant | no operands | — |
+//! | erf | `dx = 2/sqrt(pi) * (dy * exp(neg(x*x)))` | input x |
 //! | relu_grad(x, g) | `dg = relu_grad(x, dz)`; x: zero a.e. (not differentiated) | x |
 //! | broadcast | `dx = reduce_sum(dy)` over the new dims (alias if none) | none |
 //! | reduce_sum | `dx = broadcast(dy)` back to x's shape | none |
@@ -445,7 +446,14 @@ fn rule(e: &mut Emitter, f: &Func, op: &Op, dy: ValueId, want: &[bool]) -> Resul
             let v = op.f32_attr("value").unwrap_or(1.0);
             out.push((0, Dense(e.scale(dy, v, &nm(0))?)));
         }
-        Fill => {}
+        Fill | Constant => {}
+        Erf => {
+            let xx = e.bin(Mul, x(0), x(0), &nm(0))?;
+            let n = e.un(Neg, xx, &nm(0))?;
+            let g = e.un(Exp, n, &nm(0))?;
+            let t = e.bin(Mul, dy, g, &nm(0))?;
+            out.push((0, Dense(e.scale(t, std::f32::consts::FRAC_2_SQRT_PI, &nm(0))?)));
+        }
         ReluGrad => {
             if w(1) {
                 out.push((1, Dense(e.bin(ReluGrad, x(0), dy, &nm(1))?)));
@@ -875,6 +883,8 @@ pub fn rule_doc(kind: OpKind) -> (&'static str, &'static str) {
         Max => ("da = relu_grad(a-b, dy), db = dy - da (tie -> b)", "a, b"),
         Scale => ("dx = value*dy", "none"),
         Fill => ("no operands", "none"),
+        Constant => ("no operands", "none"),
+        Erf => ("dx = 2/sqrt(pi) * (dy * exp(-(x*x)))", "input"),
         ReluGrad => ("dg = relu_grad(x, dz); x not differentiated", "x"),
         Broadcast => ("dx = reduce_sum(dy) over the new dims", "none"),
         ReduceSum => ("dx = broadcast(dy)", "none"),

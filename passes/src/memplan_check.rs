@@ -42,7 +42,7 @@ fn may_write_over_operand(k: OpKind) -> bool {
     use OpKind::*;
     matches!(
         k,
-        Neg | Exp | Log | Tanh | Sigmoid | Relu | Sqrt | Rsqrt | Scale | Dropout | Add | Sub | Mul | Div | Max
+        Neg | Exp | Log | Tanh | Sigmoid | Relu | Sqrt | Rsqrt | Erf | Scale | Dropout | Add | Sub | Mul | Div | Max
             | ReluGrad
             | Reshape
     )

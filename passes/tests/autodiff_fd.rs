@@ -176,6 +176,7 @@ fn fd_unary_elementwise_ops() {
     unary(OpKind::Relu, rng.away_from_zero(&s), 16);
     unary(OpKind::Sqrt, rng.uniform(&s, 0.5, 2.0), 17);
     unary(OpKind::Rsqrt, rng.uniform(&s, 0.5, 2.0), 18);
+    unary(OpKind::Erf, rng.uniform(&s, -2.0, 2.0), 19);
 }
 
 #[test]
@@ -208,12 +209,20 @@ fn fd_same_operand_twice() {
 }
 
 #[test]
-fn fd_scale_fill_relu_grad_dropout() {
+fn fd_scale_fill_constant_relu_grad_dropout() {
     let mut rng = Rng(4);
     general(&[&[2, 3]], OpKind::Scale, attrs([("value", Attr::F32(-1.5))]), None, vec![rng.uniform(&[2, 3], -1.0, 1.0)], 41);
     // fill feeding an add: the fill has no operands and no gradient.
     let m = case(&[&[2, 2]], &[true], |f, a| {
         let c = f.push(OpKind::Fill, &[], attrs([("value", Attr::F32(0.5))]), Some(t(&[2, 2])), "c", l()).expect("fill");
+        f.push(OpKind::Mul, &[a[0], c], Attrs::new(), None, "y", l()).expect("mul")
+    });
+    let inputs = with_r(&m, vec![rng.uniform(&[2, 2], -1.0, 1.0)], &mut rng);
+    check(m, &inputs);
+    // constant feeding a mul: no operands, no gradient; the other operand gets dy * value.
+    let m = case(&[&[2, 2]], &[true], |f, a| {
+        let v = Attr::Dense { shape: vec![2, 2], data: vec![0.5, -1.0, 2.0, 0.25] };
+        let c = f.push(OpKind::Constant, &[], attrs([("value", v)]), None, "c", l()).expect("constant");
         f.push(OpKind::Mul, &[a[0], c], Attrs::new(), None, "y", l()).expect("mul")
     });
     let inputs = with_r(&m, vec![rng.uniform(&[2, 2], -1.0, 1.0)], &mut rng);
@@ -337,7 +346,8 @@ fn every_op_is_covered_by_a_finite_difference_test() {
         OpKind::Fill, OpKind::ReluGrad, OpKind::Broadcast, OpKind::ReduceSum, OpKind::ReduceMax,
         OpKind::Transpose, OpKind::Reshape, OpKind::Slice, OpKind::Concat, OpKind::Matmul, OpKind::Conv2d,
         OpKind::Conv2dGradInput, OpKind::Conv2dGradFilter, OpKind::MaxPool2d, OpKind::AvgPool2d,
-        OpKind::MaxPool2dGrad, OpKind::AvgPool2dGrad, OpKind::Dropout, OpKind::Return,
+        OpKind::MaxPool2dGrad, OpKind::AvgPool2dGrad, OpKind::Dropout, OpKind::Erf, OpKind::Constant,
+        OpKind::Return,
     ];
     for k in OpKind::ALL {
         assert!(covered.contains(k), "no finite-difference case for ck.{}", k.name());

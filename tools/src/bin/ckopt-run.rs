@@ -4,6 +4,7 @@
 //! ckopt-run FILE [--func NAME] [--backend interp|cpu|cuda]
 //!           [--inputs FILE.json | --seed N] [--outputs FILE.json|-] [--report FILE.json|-]
 //!           [--train [--steps N] [--lr X]]
+//!           [--params FILE.safetensors] [--params-out FILE.safetensors]
 //! ```
 //! FILE may be `-` (stdin). The default function is the module's first.
 //! Inputs: `--inputs` (tensor JSON, docs/tools.md) or generated from `--seed N`
@@ -33,6 +34,13 @@
 //! interpreter peak of a step (cpu: the arena; cuda: device memory minus
 //! arguments; their report adds the backend keys below, with `step_time_ms`
 //! excluding `compile_ms`). A non-finite loss is an error.
+//!
+//! Parameters (`--params FILE.safetensors`): the `{ck.param}` arguments by
+//! name (`ck.name`, else the value name; see `ckopt_tools::params`), the
+//! other arguments from `--inputs` (which then lists only those) or
+//! `--seed`; a missing, extra, misshapen or non-F32 tensor is an error
+//! naming it. `--params-out FILE.safetensors` writes the `{ck.param}`
+//! arguments (after the last step with `--train`) by the same names.
 //!
 //! `--arena` (interp; cpu and cuda always run in one arena): the arena interpreter (`ckopt_interp::arena`):
 //! every op result lives at its `ck.offset` inside one buffer of
@@ -136,6 +144,13 @@ struct Cli {
     /// cuda: GEMMs on TF32 tensor cores (cuBLAS); fp32 by default.
     #[arg(long)]
     tf32: bool,
+    /// The {ck.param} arguments by name (ck.name, else the value name) from a safetensors file;
+    /// the other arguments come from --inputs (only those, in order) or --seed.
+    #[arg(long, value_name = "FILE.safetensors")]
+    params: Option<String>,
+    /// Write the {ck.param} arguments (after training, with --train) to a safetensors file.
+    #[arg(long, value_name = "FILE.safetensors")]
+    params_out: Option<String>,
 }
 
 /// What to do with the function. Training (`--train --steps N --lr X`)
@@ -159,7 +174,52 @@ struct Execution {
 }
 
 /// The inputs and a description of where they came from (for the report).
+/// With `--params`, the `{ck.param}` arguments come from the safetensors
+/// file and `--inputs` holds only the other arguments (in order).
 fn choose_inputs(cli: &Cli, f: &Func, loaded: &Loaded) -> Result<(Vec<Tensor>, String), ToolError> {
+    let Some(pfile) = &cli.params else { return choose_plain_inputs(cli, f, loaded) };
+    let params = ckopt_tools::params::load_params(pfile, f)?;
+    let mut slots: Vec<Option<Tensor>> = vec![None; f.params.len()];
+    for (i, t) in params {
+        slots[i] = Some(t);
+    }
+    let rest: Vec<usize> = (0..f.params.len()).filter(|&i| slots[i].is_none()).collect();
+    let desc = match &cli.inputs {
+        Some(path) => {
+            let bytes = read_bytes(path)?;
+            let name = display_name(path);
+            let text = String::from_utf8_lossy(&bytes);
+            let ts = parse_inputs(&text, name).map_err(|d| ToolError::diag(d, Some(&text)))?;
+            if ts.len() != rest.len() {
+                let names: Vec<String> = rest.iter().map(|&i| format!("%{}", f.name_of(f.params[i].value))).collect();
+                return Err(ToolError::msg(format!(
+                    "{name}: with --params, the inputs are the arguments that are not {{ck.param}} ({}): expected {} tensors, got {}",
+                    names.join(", "),
+                    rest.len(),
+                    ts.len()
+                )));
+            }
+            for (&i, t) in rest.iter().zip(ts) {
+                slots[i] = Some(t);
+            }
+            format!("file {name}, parameters from {pfile}")
+        }
+        None => {
+            let ts = try_random_inputs(f, cli.seed).map_err(|d| ToolError::diag(d, Some(&loaded.source)))?;
+            for (slot, t) in slots.iter_mut().zip(ts) {
+                if slot.is_none() {
+                    *slot = Some(t);
+                }
+            }
+            format!("seed {}, parameters from {pfile}", cli.seed)
+        }
+    };
+    let ts: Vec<Tensor> = slots.into_iter().flatten().collect();
+    check_inputs(f, &ts).map_err(|d| ToolError::diag(d, Some(&loaded.source)))?;
+    Ok((ts, desc))
+}
+
+fn choose_plain_inputs(cli: &Cli, f: &Func, loaded: &Loaded) -> Result<(Vec<Tensor>, String), ToolError> {
     match &cli.inputs {
         Some(path) => {
             let bytes = read_bytes(path)?;
@@ -409,6 +469,10 @@ fn train_mode(
     if let Some(path) = &cli.outputs {
         write_text(path, &tensors_to_json("outputs", &r.args))?;
     }
+    if let Some(path) = &cli.params_out {
+        let f = find_func(&loaded.module, func).map_err(|d| ToolError::diag(d, Some(&loaded.source)))?;
+        ckopt_tools::params::save_params(path, f, &r.args)?;
+    }
     if let Some(path) = &cli.report {
         let v = json!({
             "backend": cli.backend.name(),
@@ -463,6 +527,9 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
                 return Err(ToolError::msg("--repeat must be at least 1"));
             }
             let ex = execute(cli, &loaded, &func, &inputs)?;
+            if let Some(path) = &cli.params_out {
+                ckopt_tools::params::save_params(path, f, &inputs)?;
+            }
             emit(cli, &func, &inputs_desc, &ex)
         }
         Mode::Train { steps, lr } => train_mode(cli, &loaded, &func, &inputs_desc, inputs, steps, lr),

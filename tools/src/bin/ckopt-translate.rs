@@ -1,5 +1,12 @@
 //! ckopt-translate: a planned ck module to upstream MLIR, LLVM IR, PTX or a
-//! cuda bundle (like mlir-translate).
+//! cuda bundle, and ONNX models to ck (like mlir-translate's export and
+//! import).
+//!
+//! `ckopt-translate --from=onnx MODEL.onnx [--loss=none|mse|cross-entropy]
+//! [--batch=N] [--name=NAME] [-o OUT.ck] [--params-out=PARAMS.safetensors]`
+//! imports an ONNX model (`ckopt_onnx`): one function, initializers as
+//! `{ck.param}` arguments named by `ck.name`, their values written to
+//! `--params-out`.
 //!
 //! `ckopt-translate [FILE|-] --to=mlir|llvm|ptx|cuda-bundle [--target=cpu|cuda]
 //! [--sm=90] [--libdevice=PATH] [--func NAME]... [-o FILE]`. Every function
@@ -38,12 +45,28 @@ enum To {
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
+enum From {
+    /// An ONNX model (ModelProto).
+    Onnx,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum LossArg {
+    /// Return the graph outputs.
+    None,
+    /// Mean squared error against a %target argument.
+    Mse,
+    /// Softmax cross-entropy of [N, C] logits against one-hot %labels.
+    CrossEntropy,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
 enum Target {
     Cpu,
     Cuda,
 }
 
-/// Translates a planned ck module to MLIR, LLVM IR or PTX.
+/// Translates a planned ck module to MLIR, LLVM IR, PTX or a cuda bundle; imports ONNX models.
 #[derive(Parser, Debug)]
 #[command(name = "ckopt-translate", version)]
 struct Cli {
@@ -51,8 +74,23 @@ struct Cli {
     #[arg(default_value = "-")]
     input: String,
     /// Output form.
+    #[arg(long, value_enum, required_unless_present = "from", conflicts_with = "from")]
+    to: Option<To>,
+    /// Import: the input is a model in this format (prints ck IR).
     #[arg(long, value_enum)]
-    to: To,
+    from: Option<From>,
+    /// With --from=onnx: the loss the function returns.
+    #[arg(long, value_enum, default_value = "none", requires = "from")]
+    loss: LossArg,
+    /// With --from=onnx: the size of the inputs' symbolic leading (batch) dimension.
+    #[arg(long, value_name = "N", requires = "from")]
+    batch: Option<u64>,
+    /// With --from=onnx: the function name (default: the graph name).
+    #[arg(long, value_name = "NAME", requires = "from")]
+    name: Option<String>,
+    /// With --from=onnx: write the parameters (initializers) to this safetensors file.
+    #[arg(long, value_name = "PARAMS.safetensors", requires = "from")]
+    params_out: Option<PathBuf>,
     /// Backend whose MLIR `--to=mlir` prints.
     #[arg(long, value_enum, default_value = "cpu")]
     target: Target,
@@ -75,6 +113,9 @@ fn main() -> ExitCode {
         Ok(c) => c,
         Err(code) => return code,
     };
+    if cli.from.is_some() {
+        return import_onnx(&cli);
+    }
     let (name, src) = match read_input(&cli.input) {
         Ok(x) => x,
         Err(e) => {
@@ -82,7 +123,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    if matches!(cli.to, To::CudaBundle) && cli.output.is_none() {
+    if matches!(cli.to, Some(To::CudaBundle)) && cli.output.is_none() {
         eprintln!("ckopt-translate: error: --to=cuda-bundle writes a binary file: give it with -o OUT.ckb");
         return ExitCode::FAILURE;
     }
@@ -100,6 +141,52 @@ fn main() -> ExitCode {
         }
         Err(d) => {
             eprint!("{}", d.render(Some(&src)));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `--from=onnx`: the model to ck text (stdout or -o) and its parameters to --params-out.
+fn import_onnx(cli: &Cli) -> ExitCode {
+    let loss = match cli.loss {
+        LossArg::None => ckopt_onnx::Loss::None,
+        LossArg::Mse => ckopt_onnx::Loss::Mse,
+        LossArg::CrossEntropy => ckopt_onnx::Loss::CrossEntropy,
+    };
+    let opts = ckopt_onnx::ImportOptions { loss, batch: cli.batch, name: cli.name.clone() };
+    let imported = if cli.input == "-" {
+        let mut b = Vec::new();
+        match std::io::stdin().read_to_end(&mut b) {
+            Ok(_) => ckopt_onnx::import_bytes(&b, "<stdin>", None, &opts),
+            Err(e) => {
+                eprintln!("ckopt-translate: error: cannot read stdin: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    } else {
+        ckopt_onnx::import_file(std::path::Path::new(&cli.input), &opts)
+    };
+    let (m, params) = match imported {
+        Ok(x) => x,
+        Err(d) => {
+            eprint!("{}", d.render(None));
+            return ExitCode::FAILURE;
+        }
+    };
+    let text = ckopt_ir::print_module(&m);
+    let r = match &cli.output {
+        Some(p) => std::fs::write(p, text).map_err(|e| format!("cannot write {}: {e}", p.display())),
+        None => ckopt_tools::input::write_stdout(&text).map_err(|e| format!("cannot write to stdout: {e}")),
+    };
+    let r = r.and_then(|()| match &cli.params_out {
+        Some(p) => ckopt_onnx::write_safetensors(&params)
+            .and_then(|b| std::fs::write(p, b).map_err(|e| format!("cannot write {}: {e}", p.display()))),
+        None => Ok(()),
+    });
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("ckopt-translate: error: {e}");
             ExitCode::FAILURE
         }
     }
@@ -157,7 +244,8 @@ fn translate(cli: &Cli, name: &str, src: &str) -> Result<Vec<u8>, Diags> {
     let funcs = selected(cli, &m)?;
     let sub = Module { funcs: funcs.iter().map(|f| (*f).clone()).collect() };
     let opts = ckopt_lower::CudaOptions { sm: cli.sm, libdevice: cli.libdevice.clone(), ..Default::default() };
-    Ok(match (cli.to, cli.target) {
+    let Some(to) = cli.to else { return Ok(Vec::new()) };
+    Ok(match (to, cli.target) {
         (To::Mlir, Target::Cpu) => ckopt_lower::cpu_module_mlir(&sub)?.into_bytes(),
         (To::Mlir, Target::Cuda) => ckopt_lower::cuda_module_mlir(&sub)?.into_bytes(),
         (To::Llvm, _) => ckopt_lower::cpu_module_llvm_ir(&sub)?.into_bytes(),

@@ -1,0 +1,102 @@
+//! ONNX import on the cpu backend: the ONNX project's node test cases
+//! (test/onnx/node) and the PyTorch-exported models (test/onnx/models)
+//! through `ckopt::import_onnx`, compiled for `Target::Cpu`.
+//!
+//! Properties pinned: every node case the importer accepts reproduces
+//! ONNX's expected outputs on cpu within |got - want| <= 1e-5 |want| + 1e-6
+//! (the same tolerance as on the interpreter); the exported models match
+//! onnxruntime within 1e-4 on cpu; training a model with remat{mode=sqrt}
+//! on cpu gives the losses of training without remat.
+
+#![allow(clippy::unwrap_used)]
+
+#[path = "../../onnx/tests/common/mod.rs"]
+mod common;
+
+use ckopt::{ImportOptions, Loss, Target, Tensor, compile, import_onnx, optimize, params_tensors};
+
+fn tensor(t: &ckopt::NamedTensor) -> Tensor {
+    Tensor::new(t.shape.iter().map(|&d| d as usize).collect(), t.data.clone()).unwrap()
+}
+
+#[test]
+fn onnx_node_cases_match_their_expected_outputs_on_cpu() {
+    let mut failures = Vec::new();
+    let (mut ran, mut rejected) = (0, 0);
+    for dir in common::node_cases() {
+        let name = dir.file_name().unwrap().to_string_lossy().to_string();
+        // Import errors are pinned case by case by ckopt-onnx's node_cases test.
+        let Ok((m, params)) = import_onnx(dir.join("model.onnx"), ImportOptions::default()) else {
+            rejected += 1;
+            continue;
+        };
+        let fname = m.funcs[0].name.clone();
+        let mut inputs: Vec<Tensor> = common::tensors(&dir, "input").iter().map(tensor).collect();
+        inputs.extend(params_tensors(&params).unwrap());
+        let out = match compile(&m, &fname, Target::Cpu).and_then(|mut c| c.run(&inputs)) {
+            Ok(o) => o,
+            Err(e) => {
+                failures.push(format!("{name}: {e}"));
+                continue;
+            }
+        };
+        for (k, (g, w)) in out.iter().zip(common::tensors(&dir, "output")).enumerate() {
+            match common::excess(&g.data, &w.data, 1e-5, 1e-6) {
+                Ok(0.0) => {}
+                Ok(e) => failures.push(format!("{name}: output {k} off by {e:e} beyond tolerance")),
+                Err(m) => failures.push(format!("{name}: output {k}: {m}")),
+            }
+        }
+        ran += 1;
+    }
+    eprintln!("{ran} ONNX node cases ran on cpu ({rejected} rejected at import)");
+    assert!(ran > 250, "only {ran} cases ran");
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
+fn model(name: &str) -> std::path::PathBuf {
+    common::fixtures().join("models").join(name)
+}
+
+fn opts(name: &str, loss: Loss) -> ImportOptions {
+    ImportOptions { loss, batch: Some(if name == "mlp" { 4 } else { 2 }), name: None }
+}
+
+#[test]
+fn exported_models_match_onnxruntime_on_cpu() {
+    for name in ["mlp", "cnn", "transformer"] {
+        let (m, params) = import_onnx(model(name).join("model.onnx"), opts(name, Loss::None)).unwrap();
+        let mut inputs = vec![tensor(&common::tensors(&model(name), "input")[0])];
+        inputs.extend(params_tensors(&params).unwrap());
+        let out = compile(&m, &m.funcs[0].name, Target::Cpu).unwrap().run(&inputs).unwrap();
+        let want = &common::tensors(&model(name), "output")[0];
+        let e = common::excess(&out[0].data, &want.data, 1e-4, 1e-5).unwrap();
+        assert_eq!(e, 0.0, "{name}: cpu output differs from onnxruntime's by {e:e} beyond tolerance");
+    }
+}
+
+#[test]
+fn sqrt_remat_training_on_cpu_gives_the_losses_without_remat() {
+    for name in ["cnn", "transformer"] {
+        let (m, params) = import_onnx(model(name).join("model.onnx"), opts(name, Loss::Mse)).unwrap();
+        let fname = m.funcs[0].name.clone();
+        let x = tensor(&common::tensors(&model(name), "input")[0]);
+        let t_ty = m.funcs[0].ty(m.funcs[0].params[1].value).clone();
+        let n = t_ty.elems() as usize;
+        let target = Tensor::new(t_ty.shape.iter().map(|&d| d as usize).collect(), (0..n).map(|i| (i % 3) as f32 * 0.5 - 0.5).collect()).unwrap();
+        let mut args = vec![x, target];
+        args.extend(params_tensors(&params).unwrap());
+        let mut runs = Vec::new();
+        for pipeline in ["autodiff", "autodiff,remat{mode=sqrt}"] {
+            let mut mm = m.clone();
+            optimize(&mut mm, pipeline).unwrap();
+            let mut t = ckopt::Trainer::new(&mm, &fname, Target::Cpu, 0.05).unwrap();
+            t.load(&args).unwrap();
+            runs.push((0..3).map(|_| t.step().unwrap()).collect::<Vec<f32>>());
+        }
+        for (a, b) in runs[0].iter().zip(&runs[1]) {
+            assert!((a - b).abs() <= 1e-5 * a.abs().max(1e-3), "{name}: losses {:?} vs {:?}", runs[0], runs[1]);
+        }
+        assert!(runs[0][2] < runs[0][0], "{name}: the loss does not fall: {:?}", runs[0]);
+    }
+}

@@ -1,0 +1,144 @@
+//! Bad input gives a diagnostic naming the thing, never a panic: truncated
+//! and non-ONNX files, unsupported ops (named with node, op type, opset),
+//! missing external data, dynamic shapes without --batch, non-float inputs.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use ckopt_onnx::proto::{
+    GraphProto, ModelProto, NodeProto, OperatorSetIdProto, StringStringEntryProto, TensorProto, TensorShapeProto,
+    TypeProto, ValueInfoProto, tensor_shape_proto, type_proto,
+};
+use ckopt_onnx::{ImportOptions, import_bytes, import_file};
+use prost::Message;
+
+fn vi(name: &str, dims: &[Option<i64>], elem: i32) -> ValueInfoProto {
+    let dim = dims
+        .iter()
+        .map(|d| tensor_shape_proto::Dimension {
+            value: Some(match d {
+                Some(v) => tensor_shape_proto::dimension::Value::DimValue(*v),
+                None => tensor_shape_proto::dimension::Value::DimParam("batch".into()),
+            }),
+            ..Default::default()
+        })
+        .collect();
+    ValueInfoProto {
+        name: Some(name.into()),
+        r#type: Some(TypeProto {
+            value: Some(type_proto::Value::TensorType(type_proto::Tensor { elem_type: Some(elem), shape: Some(TensorShapeProto { dim }) })),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+fn model(nodes: Vec<NodeProto>, input: ValueInfoProto, inits: Vec<TensorProto>) -> ModelProto {
+    ModelProto {
+        ir_version: Some(8),
+        opset_import: vec![OperatorSetIdProto { domain: Some(String::new()), version: Some(17) }],
+        graph: Some(GraphProto {
+            name: Some("g".into()),
+            node: nodes,
+            input: vec![input],
+            output: vec![vi("y", &[Some(2)], 1)],
+            initializer: inits,
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+fn node(op: &str, name: &str, ins: &[&str]) -> NodeProto {
+    NodeProto {
+        op_type: Some(op.into()),
+        name: Some(name.into()),
+        input: ins.iter().map(|s| s.to_string()).collect(),
+        output: vec!["y".into()],
+        ..Default::default()
+    }
+}
+
+fn import(m: &ModelProto, opts: &ImportOptions) -> Result<String, String> {
+    import_bytes(&m.encode_to_vec(), "m.onnx", None, opts).map(|(m, _)| ckopt_ir::print_module(&m)).map_err(|d| d.to_string())
+}
+
+#[test]
+fn truncated_and_non_onnx_files_are_errors() {
+    let bytes = std::fs::read(common::fixtures().join("models/cnn/model.onnx")).unwrap();
+    for cut in (0..bytes.len()).step_by(97) {
+        let r = import_bytes(&bytes[..cut], "cut.onnx", None, &ImportOptions { batch: Some(1), ..Default::default() });
+        assert!(r.is_err(), "a model cut at {cut} bytes imported");
+    }
+    let e = import_bytes(b"module {\n}\n", "x.ck", None, &ImportOptions::default()).unwrap_err().to_string();
+    assert!(e.starts_with("x.ck: error: ") && e.contains("non-ONNX"), "{e}");
+    let e = import_file(std::path::Path::new("/nonexistent/m.onnx"), &ImportOptions::default()).unwrap_err().to_string();
+    assert!(e.contains("cannot read '/nonexistent/m.onnx'"), "{e}");
+}
+
+#[test]
+fn an_unsupported_op_names_the_node_its_type_and_the_opset() {
+    let m = model(vec![node("Softplus", "act1", &["x"])], vi("x", &[Some(2)], 1), vec![]);
+    let e = import(&m, &ImportOptions::default()).unwrap_err();
+    assert!(e.contains("node 'act1' (Softplus, opset 17): unsupported ONNX op 'Softplus'"), "{e}");
+    let mut custom = node("Relu", "r", &["x"]);
+    custom.domain = Some("com.microsoft".into());
+    let e = import(&model(vec![custom], vi("x", &[Some(2)], 1), vec![]), &ImportOptions::default()).unwrap_err();
+    assert!(e.contains("op domain 'com.microsoft' is not supported"), "{e}");
+}
+
+#[test]
+fn dynamic_dims_need_batch_and_only_lead() {
+    let m = model(vec![node("Relu", "r", &["x"])], vi("x", &[None], 1), vec![]);
+    let e = import(&m, &ImportOptions::default()).unwrap_err();
+    assert!(e.contains("graph input 'x' has a dynamic dimension 'batch' at position 0") && e.contains("--batch=N"), "{e}");
+    let ok = import(&m, &ImportOptions { batch: Some(2), ..Default::default() }).unwrap();
+    assert!(ok.contains("%x: tensor<2xf32> {ck.name = \"x\"}"), "{ok}");
+    let m2 = model(vec![node("Relu", "r", &["x"])], vi("x", &[Some(2), None], 1), vec![]);
+    let e = import(&m2, &ImportOptions { batch: Some(2), ..Default::default() }).unwrap_err();
+    assert!(e.contains("only the leading (batch) dimension may be dynamic"), "{e}");
+}
+
+#[test]
+fn integer_inputs_are_rejected_by_name() {
+    let m = model(vec![node("Relu", "r", &["ids"])], vi("ids", &[Some(2)], 7), vec![]);
+    let e = import(&m, &ImportOptions::default()).unwrap_err();
+    assert!(e.contains("graph input 'ids' has element type int64"), "{e}");
+}
+
+#[test]
+fn missing_external_data_names_the_initializer_and_file() {
+    let w = TensorProto {
+        name: Some("w".into()),
+        dims: vec![2],
+        data_type: Some(1),
+        data_location: Some(1),
+        external_data: vec![StringStringEntryProto { key: Some("location".into()), value: Some("weights.bin".into()) }],
+        ..Default::default()
+    };
+    let m = model(vec![node("Add", "a", &["x", "w"])], vi("x", &[Some(2)], 1), vec![w]);
+    let dir = std::env::temp_dir().join(format!("ckopt-onnx-ext-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("m.onnx");
+    std::fs::write(&path, m.encode_to_vec()).unwrap();
+    let e = import_file(&path, &ImportOptions::default()).unwrap_err().to_string();
+    assert!(e.contains("initializer 'w': missing external data file") && e.contains("weights.bin"), "{e}");
+    // With the file present (8 bytes: two floats) it imports and w is a parameter.
+    std::fs::write(dir.join("weights.bin"), [1f32.to_le_bytes(), 2f32.to_le_bytes()].concat()).unwrap();
+    let (_, params) = import_file(&path, &ImportOptions::default()).unwrap();
+    assert_eq!(params[0].data, vec![1.0, 2.0]);
+    std::fs::write(dir.join("weights.bin"), [0u8; 5]).unwrap();
+    let e = import_file(&path, &ImportOptions::default()).unwrap_err().to_string();
+    assert!(e.contains("needs 8 bytes"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn loss_options_check_the_outputs() {
+    let m = model(vec![node("Relu", "r", &["x"])], vi("x", &[Some(2)], 1), vec![]);
+    let e = import(&m, &ImportOptions { loss: ckopt_onnx::Loss::CrossEntropy, ..Default::default() }).unwrap_err();
+    assert!(e.contains("--loss=cross-entropy needs a [N, C] output"), "{e}");
+    let text = import(&m, &ImportOptions { loss: ckopt_onnx::Loss::Mse, ..Default::default() }).unwrap();
+    assert!(text.contains("%target: tensor<2xf32>") && text.contains("-> tensor<f32>"), "{text}");
+}

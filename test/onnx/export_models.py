@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""Exports the small PyTorch models that ckopt's ONNX tests import, with
+onnxruntime's outputs, to test/onnx/models/<name>/:
+
+  model.onnx     torch.onnx.export of the model in eval mode
+  input_0.pb     a seeded random input (TensorProto)
+  output_0.pb    onnxruntime's output for it (the reference, not ckopt's)
+
+Models (a few KB each; the batch dimension is dynamic, so the import needs
+--batch): `mlp` (Linear-ReLU-Linear-Tanh-Linear), `cnn` (conv stem with BatchNorm,
+two residual blocks, max pool, global average pool, linear classifier),
+`transformer` (nn.TransformerEncoder: 2 layers, d_model 8, 2 heads, GELU
+feed-forward, LayerNorm; then mean over the sequence and a linear head).
+
+Needs torch, onnx, onnxruntime (scripts/onnx-env.sh --torch). Run from the
+repository root: ~/.cache/ckopt/onnx-venv/bin/python test/onnx/export_models.py
+"""
+import os
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import torch
+from onnx import numpy_helper
+from torch import nn
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "models")
+OPSET = 17
+
+
+class Mlp(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2, self.fc3 = nn.Linear(6, 12), nn.Linear(12, 12), nn.Linear(12, 3)
+
+    def forward(self, x):
+        return self.fc3(torch.tanh(self.fc2(torch.relu(self.fc1(x)))))
+
+
+class Block(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.conv1, self.bn1 = nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c)
+        self.conv2, self.bn2 = nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c)
+
+    def forward(self, x):
+        y = torch.relu(self.bn1(self.conv1(x)))
+        return torch.relu(x + self.bn2(self.conv2(y)))
+
+
+class Cnn(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem, self.bn = nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4)
+        self.block1, self.block2 = Block(4), Block(4)
+        self.pool = nn.MaxPool2d(2)
+        self.head = nn.Linear(4, 5)
+
+    def forward(self, x):
+        x = torch.relu(self.bn(self.stem(x)))
+        x = self.pool(self.block1(x))
+        x = self.block2(x)
+        x = nn.functional.adaptive_avg_pool2d(x, 1).flatten(1)
+        return self.head(x)
+
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(d_model=8, nhead=2, dim_feedforward=16, dropout=0.1,
+                                           activation="gelu", batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False)
+        self.head = nn.Linear(8, 4)
+
+    def forward(self, x):
+        return self.head(self.encoder(x).mean(dim=1))
+
+
+def randomize_bn(model, gen):
+    # Non-trivial running statistics, so the import must use the file's values.
+    for m in model.modules():
+        if isinstance(m, nn.BatchNorm2d):
+            m.running_mean.copy_(torch.randn(m.num_features, generator=gen) * 0.1)
+            m.running_var.copy_(torch.rand(m.num_features, generator=gen) + 0.5)
+
+
+def export(name, model, x, dynamic_batch=False, fold=True):
+    d = os.path.join(OUT, name)
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, "model.onnx")
+    model.eval()
+    kw = {}
+    if dynamic_batch:
+        kw["dynamic_axes"] = {"x": {0: "batch"}, "y": {0: "batch"}}
+    torch.onnx.export(model, (x,), path, input_names=["x"], output_names=["y"], opset_version=OPSET,
+                      dynamo=False, do_constant_folding=fold, **kw)
+    onnx.checker.check_model(onnx.load(path))
+    x = x.detach()
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    (y,) = sess.run(None, {"x": x.numpy()})
+    with open(os.path.join(d, "input_0.pb"), "wb") as f:
+        f.write(numpy_helper.from_array(x.numpy(), "x").SerializeToString())
+    with open(os.path.join(d, "output_0.pb"), "wb") as f:
+        f.write(numpy_helper.from_array(np.asarray(y, dtype=np.float32), "y").SerializeToString())
+    ops = sorted({n.op_type for n in onnx.load(path).graph.node})
+    print(f"{name}: {os.path.getsize(path)} bytes, ops {ops}")
+
+
+def main():
+    gen = torch.Generator().manual_seed(0)
+    torch.manual_seed(0)
+    export("mlp", Mlp(), torch.randn(4, 6, generator=gen), dynamic_batch=True)
+    cnn = Cnn()
+    with torch.no_grad():
+        randomize_bn(cnn, gen)
+    # Without constant folding the exporter keeps BatchNormalization nodes
+    # (folding would merge them into the convolutions).
+    export("cnn", cnn, torch.randn(2, 3, 8, 8, generator=gen), dynamic_batch=True, fold=False)
+    export("transformer", Encoder(), torch.randn(2, 5, 8, generator=gen), dynamic_batch=True)
+
+
+if __name__ == "__main__":
+    # Not under no_grad: with grad enabled PyTorch keeps TransformerEncoderLayer
+    # on its composite path (the fused inference kernel has no ONNX export).
+    main()
