@@ -83,11 +83,14 @@ static REGISTRY: &[PassInfo] = &[
     },
     PassInfo {
         name: "remat",
-        summary: "rematerialization: drop forward values the backward reads and recompute them (ck.recompute) to fit a memory budget",
+        summary: "rematerialization: drop forward values the backward reads and recompute them (ck.recompute) to fit a memory budget; never chooses a plan that recomputes without lowering the peak (or without a limit needing it)",
         options: &[
             OptionInfo { name: "mode", help: "none | sqrt (~sqrt(n) segments) | greedy (paper Algorithm 2) | log (recursive, O(log n) memory) | optimal (least recompute within budget)", default: "sqrt" },
-            OptionInfo { name: "budget", help: "temp_peak_bytes limit (B, KiB, MiB, GiB); required by optimal; an infeasible budget is an error naming the smallest feasible one", default: "none" },
-            OptionInfo { name: "search", help: "greedy: run the budget search (B=0, then sqrt(x*y) and a grid), keep the best measured plan", default: "true" },
+            OptionInfo { name: "budget", help: "temp_peak_bytes limit (B, KiB, MiB, GiB; > 0); optimal needs it or device_budget; an infeasible budget is an error naming the smallest feasible one", default: "none" },
+            OptionInfo { name: "device_budget", help: "limit on device_bytes = argument bytes (parameters, inputs, optimizer state) + arena after memplan; an infeasible one is an error naming the smallest feasible total", default: "none" },
+            OptionInfo { name: "align", help: "the arena alignment device_budget is measured with (memplan's align; a power of two)", default: "64" },
+            OptionInfo { name: "search", help: "greedy: run the budget search (no remat, mirror, B=0 and B=sqrt(x*y)*2^(i/2), i=-6..6), keep the best measured plan", default: "true" },
+            OptionInfo { name: "threshold", help: "greedy with search=false: the threshold B (default: budget, else sqrt(x*y))", default: "none" },
             OptionInfo { name: "k", help: "log: boundaries kept per recursion level (fan-out)", default: "1" },
         ],
         build: crate::remat::build,

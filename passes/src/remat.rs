@@ -37,14 +37,15 @@
 //! bit-identical to the input function; legal in-place marks only.
 
 pub mod chain;
+pub mod curve;
 pub mod emit;
 pub mod plan;
 
 use crate::manager::{Pass, PassOptions, Statistics};
 use ckopt_ir::{Diag, Diags, Func, Module};
-use chain::{Chain, Stage, build_chain};
+use chain::{Chain, build_chain};
 use emit::{Emitted, Strategy, apply};
-use plan::{Dp, Plan, greedy_cuts, log_plan, sqrt_cuts};
+use plan::{Plan, greedy_cuts, log_plan, mirror_keep, optimal_candidates, sqrt_cuts};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
@@ -80,14 +81,29 @@ impl Mode {
 #[derive(Clone, Debug, PartialEq)]
 pub struct RematOptions {
     pub mode: Mode,
+    /// Limit on temp_peak_bytes.
     pub budget: Option<u64>,
+    /// Limit on device_bytes: argument bytes + arena after memplan.
+    pub device_budget: Option<u64>,
+    /// The arena alignment `device_budget` is measured with (memplan's `align`).
+    pub align: u64,
     pub search: bool,
     pub k: usize,
+    /// greedy with `search=false`: the threshold B (default: `budget`, else sqrt(x·y)).
+    pub threshold: Option<u64>,
 }
 
 impl Default for RematOptions {
     fn default() -> Self {
-        RematOptions { mode: Mode::Sqrt, budget: None, search: true, k: 1 }
+        RematOptions {
+            mode: Mode::Sqrt,
+            budget: None,
+            device_budget: None,
+            align: crate::memplan::DEFAULT_ALIGN,
+            search: true,
+            k: 1,
+            threshold: None,
+        }
     }
 }
 
@@ -104,6 +120,8 @@ pub struct RematOutcome {
     pub inplace_added: usize,
     pub plans_tried: usize,
     pub plan: String,
+    /// device_bytes of the chosen plan, when `device_budget` was given.
+    pub device_bytes: Option<u64>,
 }
 
 /// `N bytes` as MiB with two decimals.
@@ -122,164 +140,135 @@ pub fn human_bytes(b: u64) -> String {
     format!("{b} B")
 }
 
+/// One measured plan. `em == None` is "no remat": the function as given.
 struct Candidate {
-    em: Emitted,
+    em: Option<Emitted>,
     peak: u64,
     rflops: u64,
     label: String,
+    /// device_bytes, measured only when a device budget is given.
+    device: Option<u64>,
 }
 
 fn eval(f: &Func, ch: &Chain, strat: &Strategy, label: String) -> Candidate {
     let em = apply(f, ch, strat);
     let peak = em.temp_peak();
     let rflops = em.recompute_flops();
-    Candidate { em, peak, rflops, label }
+    Candidate { em: Some(em), peak, rflops, label, device: None }
 }
 
-/// Keeps the outputs of matmul/conv and every needed value whose
-/// recomputation would involve one; drops the rest (cheap ops: activations,
-/// broadcasts, elementwise) for on-demand recomputation. The paper's mirror.
-pub fn mirror_keep(f: &Func, ch: &Chain) -> Vec<bool> {
-    const LIMIT: usize = 16;
-    let nv = f.values.len();
-    let mut keep = vec![false; nv];
-    for v in 0..nv {
-        if !ch.needed[v] || ch.forced[v] || ch.mirror[v] {
-            continue;
-        }
-        let Some(d) = ch.def[v] else { continue };
-        if f.body[d].kind.is_compute_heavy() {
-            keep[v] = true;
-            continue;
-        }
-        let mut heavy = Vec::new();
-        let mut stack = vec![d];
-        let mut seen = 0usize;
-        let mut ok = true;
-        while let Some(i) = stack.pop() {
-            seen += 1;
-            if seen > LIMIT {
-                ok = false;
-                break;
-            }
-            for &u in &f.body[i].operands {
-                let Some(du) = ch.def[u.index()] else { continue };
-                if !ch.fwd_val[u.index()] || ch.forced[u.index()] {
-                    continue;
-                }
-                if f.body[du].kind.is_compute_heavy() {
-                    heavy.push(u);
-                } else {
-                    stack.push(du);
-                }
-            }
-        }
-        if ok {
-            for u in heavy {
-                keep[u.index()] = true;
-            }
-        } else {
-            keep[v] = true;
-        }
-    }
-    keep
+/// device_bytes of `f` (docs/memory.md): its arguments plus the arena memplan
+/// gives it at `align`.
+pub fn device_bytes(f: &Func, align: u64) -> Result<u64, Diag> {
+    let mut g = f.clone();
+    let plan = crate::memplan::memplan_func(&mut g, align).map_err(|mut d| d.0.remove(0))?;
+    Ok(crate::analysis::argument_bytes(f).saturating_add(plan.arena_bytes))
 }
 
-/// Merges groups of `factor` consecutive stages (for the DP on long chains).
-pub fn coarsen(ch: &Chain, f: &Func, factor: usize) -> Chain {
-    let factor = factor.max(1);
-    let s = ch.len();
-    let mut out = ch.clone();
-    out.stages.clear();
-    out.bounds = vec![Vec::new()];
-    out.insert_at.clear();
-    let mut j = 0;
-    while j < s {
-        let e = (j + factor).min(s);
-        let mut st = Stage::default();
-        for i in j..e {
-            st.ops.extend_from_slice(&ch.stages[i].ops);
-            st.flops = st.flops.saturating_add(ch.stages[i].flops);
-            st.store.extend_from_slice(&ch.stages[i].store);
-            if i + 1 < e {
-                st.store.extend_from_slice(&ch.bounds[i + 1]);
-            }
-        }
-        st.ops.sort_unstable();
-        st.store_bytes = st.store.iter().map(|&v| f.ty(v).bytes()).fold(0, u64::saturating_add);
-        out.stages.push(st);
-        out.bounds.push(ch.bounds[e].clone());
-        out.insert_at.push(ch.insert_at[e - 1]);
-        j = e;
+/// The limits a plan must meet.
+struct Limits {
+    budget: Option<u64>,
+    device: Option<u64>,
+}
+
+impl Limits {
+    fn any(&self) -> bool {
+        self.budget.is_some() || self.device.is_some()
     }
-    out.bound_bytes =
-        out.bounds.iter().map(|b| b.iter().map(|&v| f.ty(v).bytes()).fold(0u64, u64::saturating_add)).collect();
+    fn fits(&self, c: &Candidate) -> bool {
+        self.budget.is_none_or(|b| c.peak <= b) && self.device.is_none_or(|d| c.device.is_some_and(|x| x <= d))
+    }
+}
+
+/// The selection rule, the same for every mode: with a limit, the least
+/// recompute among the plans within it (then the lower peak); without, the
+/// lowest peak (then the least recompute). "No remat" is always a candidate
+/// (index 0, zero recompute), so no plan that recomputes without lowering
+/// the peak (or without being needed for a limit) is ever chosen, and among
+/// plans with equal peak the least recompute wins. Ties: the earlier candidate.
+fn pick(cands: &[Candidate], limits: &Limits) -> Option<usize> {
+    let idx = (0..cands.len()).filter(|&i| limits.fits(&cands[i]));
+    if limits.any() {
+        idx.min_by_key(|&i| (cands[i].rflops, cands[i].peak, i))
+    } else {
+        idx.min_by_key(|&i| (cands[i].peak, cands[i].rflops, i))
+    }
+}
+
+/// The greedy thresholds of the budget search: B = 0 and B* = sqrt(x·y)
+/// (x, y from B = 0) times 2^(i/2), i = -6..=6. They depend on the chain
+/// only, never on the budget, so a larger budget can only widen the set of
+/// plans within it: swept over budgets, greedy's recompute never grows as
+/// the budget grows.
+pub fn greedy_thresholds(ch: &Chain) -> Vec<u64> {
+    let (_, x, y) = greedy_cuts(ch, 0);
+    let bstar = ((x as f64) * (y as f64)).sqrt();
+    let mut out = vec![0u64];
+    for i in -6i32..=6 {
+        let b = (bstar * 2f64.powf(i as f64 / 2.0)) as u64;
+        if !out.contains(&b) {
+            out.push(b);
+        }
+    }
     out
 }
 
-fn gcd(a: u64, b: u64) -> u64 {
-    if b == 0 { a } else { gcd(b, a % b) }
-}
-
-/// Plans for `optimal`: the DP table for the budget, probed at several
-/// memory parameters (the DP ignores backward temporaries, so the largest
-/// parameter whose measured peak fits is searched for).
-fn optimal_candidates(f: &Func, ch: &Chain, budget: u64, out: &mut Vec<Candidate>) {
-    const WORK: u64 = 300_000_000;
-    const MAX_UNITS: u64 = 512;
-    let mut chain = ch.clone();
-    loop {
-        let mut q = 0u64;
-        for st in &chain.stages {
-            q = gcd(q, st.store_bytes);
+/// The plans of one mode (after "no remat", which the caller adds).
+fn mode_candidates(f: &Func, ch: &Chain, opts: &RematOptions, temp_budget: Option<u64>, out: &mut Vec<Candidate>) {
+    match opts.mode {
+        Mode::None => {}
+        Mode::Sqrt => {
+            let cuts = sqrt_cuts(ch);
+            out.push(eval(f, ch, &Strategy::Chain(Plan::segments(&cuts)), format!("sqrt({} segments)", cuts.len() + 1)));
         }
-        for &b in &chain.bound_bytes {
-            q = gcd(q, b);
+        Mode::Log => {
+            let p = log_plan(ch, opts.k.max(1), 1);
+            out.push(eval(f, ch, &Strategy::Chain(p), format!("log(k={})", opts.k.max(1))));
         }
-        let q = if q == 0 { budget.max(1) } else { q };
-        let q = q.max(budget.div_ceil(MAX_UNITS));
-        let units = (budget / q.max(1)) as usize;
-        if let Some(dp) = Dp::new(&chain, q, units, WORK) {
-            // binary search for the largest m whose plan fits
-            let (mut lo, mut hi) = (0usize, units);
-            let mut probes = 0;
-            while lo <= hi && probes < 12 {
-                let mid = lo + (hi - lo) / 2;
-                probes += 1;
-                match dp.plan(mid) {
-                    None => lo = mid + 1,
-                    Some(p) => {
-                        let c = eval(f, &chain, &Strategy::Chain(p), format!("optimal(m={mid}x{q}B)"));
-                        let fits = c.peak <= budget;
-                        out.push(c);
-                        if fits {
-                            lo = mid + 1;
-                        } else if mid == 0 {
-                            break;
-                        } else {
-                            hi = mid - 1;
-                        }
-                    }
+        Mode::Greedy => {
+            if opts.search {
+                out.push(eval(f, ch, &Strategy::Keep(mirror_keep(f, ch)), "mirror".into()));
+                for b in greedy_thresholds(ch) {
+                    let (cuts, _, _) = greedy_cuts(ch, b);
+                    out.push(eval(f, ch, &Strategy::Chain(Plan::segments(&cuts)), format!("greedy(B={})", mib(b))));
                 }
+            } else {
+                let (_, x, y) = greedy_cuts(ch, 0);
+                let b = opts.threshold.or(opts.budget).unwrap_or(((x as f64) * (y as f64)).sqrt() as u64);
+                let (cuts, _, _) = greedy_cuts(ch, b);
+                out.push(eval(f, ch, &Strategy::Chain(Plan::segments(&cuts)), format!("greedy(B={})", mib(b))));
             }
-            return;
         }
-        if chain.len() <= 2 {
-            return;
+        Mode::Optimal => {
+            out.push(eval(f, ch, &Strategy::Keep(mirror_keep(f, ch)), "mirror".into()));
+            if let Some(b) = temp_budget {
+                optimal_candidates(f, ch, b, &mut |c, p, label| {
+                    let c = eval(f, c, &Strategy::Chain(p), label);
+                    let peak = c.peak;
+                    out.push(c);
+                    peak
+                });
+            }
         }
-        chain = coarsen(&chain, f, 2);
     }
 }
 
-fn pick(cands: &[Candidate], budget: Option<u64>) -> Option<usize> {
-    let idx = (0..cands.len()).filter(|&i| budget.is_none_or(|b| cands[i].peak <= b));
-    match budget {
-        Some(_) => idx.min_by_key(|&i| (cands[i].rflops, cands[i].peak)),
-        None => idx.min_by_key(|&i| (cands[i].peak, cands[i].rflops)),
-    }
+/// The smallest plans known (log with k=1, sqrt), tried when no plan meets
+/// the limits so that the error can name the smallest feasible amount.
+fn smallest_candidates(f: &Func, ch: &Chain, out: &mut Vec<Candidate>) {
+    out.push(eval(f, ch, &Strategy::Chain(log_plan(ch, 1, 1)), "log(k=1)".into()));
+    out.push(eval(f, ch, &Strategy::Chain(Plan::segments(&sqrt_cuts(ch))), "sqrt".into()));
 }
 
-/// Runs remat on one function. Ok(None): nothing to do (no backward reads).
+fn measure_device(f: &Func, cands: &mut [Candidate], align: u64) -> Result<(), Diag> {
+    for c in cands.iter_mut().filter(|c| c.device.is_none()) {
+        c.device = Some(device_bytes(c.em.as_ref().map_or(f, |e| &e.func), align)?);
+    }
+    Ok(())
+}
+
+/// Runs remat on one function. Ok(None): nothing to do (mode none, no
+/// backward reads, or already rematerialized).
 pub fn remat_func(f: &mut Func, opts: &RematOptions) -> Result<Option<RematOutcome>, Diag> {
     if opts.mode == Mode::None {
         return Ok(None);
@@ -291,83 +280,114 @@ pub fn remat_func(f: &mut Func, opts: &RematOptions) -> Result<Option<RematOutco
     if !ch.has_backward || ch.is_empty() {
         return Ok(None);
     }
-    let before = crate::analysis::peak(f, &crate::analysis::liveness(f), false);
-    let mut cands: Vec<Candidate> = Vec::new();
-    match opts.mode {
-        Mode::None => {}
-        Mode::Sqrt => {
-            let cuts = sqrt_cuts(&ch);
-            cands.push(eval(f, &ch, &Strategy::Chain(Plan::segments(&cuts)), format!("sqrt({} segments)", cuts.len() + 1)));
-        }
-        Mode::Log => {
-            let p = log_plan(&ch, opts.k.max(1), 1);
-            cands.push(eval(f, &ch, &Strategy::Chain(p), format!("log(k={})", opts.k.max(1))));
-        }
-        Mode::Greedy => {
-            let (cuts0, x, y) = greedy_cuts(&ch, 0);
-            let bstar = ((x as f64) * (y as f64)).sqrt();
-            if opts.search {
-                cands.push(eval(f, &ch, &Strategy::Chain(Plan::Store), "none".into()));
-                cands.push(eval(f, &ch, &Strategy::Keep(mirror_keep(f, &ch)), "mirror".into()));
-                cands.push(eval(f, &ch, &Strategy::Chain(Plan::segments(&cuts0)), "greedy(B=0)".into()));
-                for g in [0.25, 0.5, std::f64::consts::FRAC_1_SQRT_2, 1.0, std::f64::consts::SQRT_2, 2.0, 4.0] {
-                    let b = (bstar * g) as u64;
-                    let (cuts, _, _) = greedy_cuts(&ch, b);
-                    cands.push(eval(f, &ch, &Strategy::Chain(Plan::segments(&cuts)), format!("greedy(B={})", mib(b))));
-                }
-            } else {
-                let b = opts.budget.unwrap_or(bstar as u64);
-                let (cuts, _, _) = greedy_cuts(&ch, b);
-                cands.push(eval(f, &ch, &Strategy::Chain(Plan::segments(&cuts)), format!("greedy(B={})", mib(b))));
-            }
-        }
-        Mode::Optimal => {
-            let Some(budget) = opts.budget else {
-                return Err(Diag::error(
-                    f.loc.clone(),
-                    format!("remat{{mode=optimal}} needs budget=BYTES (e.g. budget=48MiB) for @{}", f.name),
-                ));
-            };
-            cands.push(eval(f, &ch, &Strategy::Chain(Plan::Store), "none".into()));
-            cands.push(eval(f, &ch, &Strategy::Keep(mirror_keep(f, &ch)), "mirror".into()));
-            optimal_candidates(f, &ch, budget, &mut cands);
-            if !cands.iter().any(|c| c.peak <= budget) {
-                // try the smallest plans we know to name a feasible budget
-                cands.push(eval(f, &ch, &Strategy::Chain(log_plan(&ch, 1, 1)), "log(k=1)".into()));
-                cands.push(eval(f, &ch, &Strategy::Chain(Plan::segments(&sqrt_cuts(&ch))), "sqrt".into()));
-            }
-        }
-    }
-    let tried = cands.len();
-    let Some(best) = pick(&cands, opts.budget) else {
-        let smallest = cands.iter().map(|c| c.peak).min().unwrap_or(before);
-        let b = opts.budget.unwrap_or(0);
+    let args = crate::analysis::argument_bytes(f);
+    if let Some(d) = opts.device_budget
+        && d < args
+    {
         return Err(Diag::error(
             f.loc.clone(),
             format!(
-                "remat{{mode={}}}: budget {} is infeasible for @{}: the smallest feasible budget found is {}",
-                opts.mode.name(),
-                human_bytes(b),
+                "option 'device_budget' of pass 'remat': {} is below the arguments of @{} alone ({})",
+                human_bytes(d),
                 f.name,
-                human_bytes(smallest)
+                human_bytes(args)
             ),
         ));
+    }
+    let before = crate::analysis::peak(f, &crate::analysis::liveness(f), false);
+    let limits = Limits { budget: opts.budget, device: opts.device_budget };
+    let mut cands = vec![Candidate { em: None, peak: before, rflops: 0, label: "none".into(), device: None }];
+    let mut temp_budget = opts.budget;
+    if opts.mode == Mode::Optimal && opts.budget.is_none() {
+        let Some(d) = opts.device_budget else {
+            return Err(Diag::error(
+                f.loc.clone(),
+                format!("remat{{mode=optimal}} needs budget=BYTES or device_budget=BYTES (e.g. budget=48MiB) for @{}", f.name),
+            ));
+        };
+        // What the device holds beyond the temp peak (arguments, results,
+        // alignment) is about the same for every plan: aim the DP at the rest.
+        measure_device(f, &mut cands, opts.align)?;
+        let overhead = cands[0].device.unwrap_or(0).saturating_sub(before);
+        temp_budget = Some(d.saturating_sub(overhead).max(1));
+    }
+    mode_candidates(f, &ch, opts, temp_budget, &mut cands);
+    if opts.device_budget.is_some() {
+        measure_device(f, &mut cands, opts.align)?;
+        // optimal: where the estimate missed, aim lower by what was missed
+        let mut tries = 0;
+        while opts.mode == Mode::Optimal && opts.budget.is_none() && tries < 3 && !cands.iter().any(|c| limits.fits(c)) {
+            let d = opts.device_budget.unwrap_or(0);
+            let excess = cands.iter().filter_map(|c| c.device).min().unwrap_or(d).saturating_sub(d);
+            let tb = temp_budget.unwrap_or(0).saturating_sub(excess.max(1)).max(1);
+            temp_budget = Some(tb);
+            let n = cands.len();
+            optimal_candidates(f, &ch, tb, &mut |c, p, label| {
+                let c = eval(f, c, &Strategy::Chain(p), label);
+                let peak = c.peak;
+                cands.push(c);
+                peak
+            });
+            measure_device(f, &mut cands[n..], opts.align)?;
+            tries += 1;
+        }
+    }
+    if limits.any() && !cands.iter().any(|c| limits.fits(c)) {
+        smallest_candidates(f, &ch, &mut cands);
+        if opts.device_budget.is_some() {
+            measure_device(f, &mut cands, opts.align)?;
+        }
+    }
+    let tried = cands.len();
+    let Some(best) = pick(&cands, &limits) else {
+        return Err(infeasible(f, opts, &cands, args));
     };
     let c = cands.swap_remove(best);
-    let out = RematOutcome {
+    let mut out = RematOutcome {
         stages: ch.len(),
         temp_peak_before: before,
         temp_peak_after: c.peak,
-        recompute_flops: c.rflops,
-        recomputed_ops: c.em.clones,
-        on_demand: c.em.on_demand,
-        inplace_stripped: c.em.inplace_stripped,
-        inplace_added: c.em.inplace_added,
         plans_tried: tried,
         plan: c.label,
+        device_bytes: c.device,
+        ..RematOutcome::default()
     };
-    *f = c.em.func;
+    if let Some(em) = c.em {
+        out.recompute_flops = c.rflops;
+        out.recomputed_ops = em.clones;
+        out.on_demand = em.on_demand;
+        out.inplace_stripped = em.inplace_stripped;
+        out.inplace_added = em.inplace_added;
+        *f = em.func;
+    }
     Ok(Some(out))
+}
+
+/// The error when no plan meets the limits: names the smallest feasible
+/// amount found (for the limit that failed).
+fn infeasible(f: &Func, opts: &RematOptions, cands: &[Candidate], args: u64) -> Diag {
+    let mode = opts.mode.name();
+    let fits_budget = |c: &&Candidate| opts.budget.is_none_or(|b| c.peak <= b);
+    let msg = if let (Some(d), true) = (opts.device_budget, cands.iter().any(|c| opts.budget.is_none_or(|b| c.peak <= b))) {
+        let smallest = cands.iter().filter(fits_budget).filter_map(|c| c.device).min().unwrap_or(0);
+        format!(
+            "remat{{mode={mode}}}: device budget {} is infeasible for @{}: the smallest feasible total found is {} (arguments {} + arena {})",
+            human_bytes(d),
+            f.name,
+            human_bytes(smallest),
+            human_bytes(args),
+            human_bytes(smallest.saturating_sub(args))
+        )
+    } else {
+        let smallest = cands.iter().map(|c| c.peak).min().unwrap_or(0);
+        format!(
+            "remat{{mode={mode}}}: budget {} is infeasible for @{}: the smallest feasible budget found is {}",
+            human_bytes(opts.budget.unwrap_or(0)),
+            f.name,
+            human_bytes(smallest)
+        )
+    };
+    Diag::error(f.loc.clone(), msg)
 }
 
 /// The pass shell.
@@ -391,12 +411,22 @@ impl Pass for RematPass {
                     stats.add(&format!("@{} on-demand recomputations", f.name), o.on_demand);
                     stats.add(&format!("@{} in-place marks dropped", f.name), o.inplace_stripped);
                     stats.add(&format!("@{} in-place marks added", f.name), o.inplace_added);
+                    if let Some(d) = o.device_bytes {
+                        stats.add(&format!("@{} device bytes", f.name), d);
+                    }
                 }
                 Ok(None) => {}
                 Err(d) => diags.push(d),
             }
         }
         diags.into_result()
+    }
+}
+
+fn positive_bytes(o: &PassOptions, key: &str) -> Result<Option<u64>, String> {
+    match o.bytes(key)? {
+        Some(0) => Err(format!("option '{key}' of pass 'remat' must be more than 0 bytes")),
+        v => Ok(v),
     }
 }
 
@@ -408,7 +438,19 @@ pub fn parse_options(o: &PassOptions) -> Result<RematOptions, String> {
     if k == 0 {
         return Err("option 'k' of pass 'remat' must be at least 1".into());
     }
-    Ok(RematOptions { mode, budget: o.bytes("budget")?, search: o.bool("search", true)?, k: k as usize })
+    let align = o.u64("align", crate::memplan::DEFAULT_ALIGN)?;
+    if !align.is_power_of_two() {
+        return Err(format!("option 'align' of pass 'remat' must be a power of two, got {align}"));
+    }
+    Ok(RematOptions {
+        mode,
+        budget: positive_bytes(o, "budget")?,
+        device_budget: positive_bytes(o, "device_budget")?,
+        align,
+        search: o.bool("search", true)?,
+        k: k as usize,
+        threshold: o.bytes("threshold")?,
+    })
 }
 
 pub fn build(o: &PassOptions) -> Result<Box<dyn Pass>, String> {

@@ -88,8 +88,15 @@ fn check_all_modes(m: &Module, name: &str, seed: u64) -> Vec<(String, u64, u64)>
     let base = bits(&run_func(&g, &gname, &inputs).expect("base run"));
     let base_peak = ckopt_passes::analysis::memory_report(f).temp_peak_bytes;
     let mut modes: Vec<String> = MODES.iter().map(|s| s.to_string()).collect();
-    // optimal at a budget between the log plan and no remat
-    modes.push(format!("remat{{mode=optimal budget={}}}", base_peak.max(1)));
+    // optimal at a budget between the smallest plan (log) and no remat, so
+    // that it has to recompute (at no remat's own peak it would not)
+    let mut lg = g.clone();
+    run_pipeline(&mut lg, "remat{mode=log}");
+    let log_peak = ckopt_passes::analysis::memory_report(lg.func(&gname).expect("grad")).temp_peak_bytes;
+    if log_peak < base_peak {
+        modes.push(format!("remat{{mode=optimal budget={}}}", (log_peak + base_peak) / 2));
+    }
+    modes.push(format!("remat{{mode=optimal budget={}}}", log_peak.max(1)));
     let mut out = Vec::new();
     for mode in modes {
         let mut r = g.clone();
@@ -196,4 +203,49 @@ fn dropout_recomputation_reproduces_the_mask() {
         assert_eq!(bits(&run_func(&r, "mlp_grad", &inputs).unwrap()), base, "{mode}: dropout mask changed");
         assert_eq!(bits(&run_arena(rf, &inputs)), base, "{mode}: arena run differs");
     }
+}
+
+/// The memory curve on random graphs (the shared generator): a Pareto front
+/// sorted by peak with recompute strictly falling, no measured plan
+/// dominating a point, ending at no remat, and every point's plan text
+/// reproducing its (peak, recompute) through the pass pipeline, with
+/// gradients bit-identical to no remat.
+#[test]
+fn random_graphs_memory_curve_is_a_reproducible_front() {
+    use ckopt_passes::remat::curve::memory_curve;
+    let cfg = GenConfig { max_ops: 30, ..GenConfig::default() };
+    let mut checked = 0;
+    for seed in 0..40u64 {
+        let m = gen_module(&cfg, seed * 11 + 3);
+        let mut g = m.clone();
+        let Ok(mut pm) = PassManager::parse("autodiff") else { panic!("autodiff") };
+        if pm.run(&mut g).is_err() {
+            continue;
+        }
+        let g = grad_module(&m);
+        let Some(f) = g.func("f_grad") else { continue };
+        let Some(c) = memory_curve(f) else { continue };
+        checked += 1;
+        let inputs = random_inputs(f, seed);
+        let base = bits(&run_func(&g, "f_grad", &inputs).expect("base run"));
+        assert_eq!(c.min_feasible_bytes, c.points[0].peak_bytes);
+        assert_eq!(c.points.last().map(|p| p.recompute_flops), Some(0), "seed {seed}: the front ends at no remat");
+        for w in c.points.windows(2) {
+            assert!(w[0].peak_bytes < w[1].peak_bytes && w[0].recompute_flops > w[1].recompute_flops, "seed {seed}: {w:?}");
+        }
+        for p in &c.points {
+            let dominated = c.measured.iter().any(|q| {
+                (q.peak_bytes <= p.peak_bytes && q.recompute_flops < p.recompute_flops)
+                    || (q.peak_bytes < p.peak_bytes && q.recompute_flops <= p.recompute_flops)
+            });
+            assert!(!dominated, "seed {seed}: {p:?} is dominated");
+            let mut r = g.clone();
+            run_pipeline(&mut r, &p.plan);
+            let rep = ckopt_passes::analysis::memory_report(r.func("f_grad").expect("grad"));
+            assert_eq!((rep.temp_peak_bytes, rep.recompute_flops), (p.peak_bytes, p.recompute_flops), "seed {seed}: {}", p.plan);
+            let got = bits(&run_func(&r, "f_grad", &inputs).expect("remat run"));
+            assert_eq!(got, base, "seed {seed}: {}: gradients differ", p.plan);
+        }
+    }
+    assert!(checked >= 15, "only {checked} random graphs had a curve");
 }

@@ -35,6 +35,8 @@ pub struct OptConfig {
     pub memory_report: bool,
     /// Draw the memory timeline SVG of every function after the pipeline.
     pub memory_timeline: bool,
+    /// Measure the memory/recompute curve of every gradient function after the pipeline.
+    pub memory_curve: bool,
 }
 
 impl Default for OptConfig {
@@ -49,6 +51,7 @@ impl Default for OptConfig {
             timing: false,
             memory_report: false,
             memory_timeline: false,
+            memory_curve: false,
         }
     }
 }
@@ -65,6 +68,9 @@ pub struct OptOutput {
     /// `--memory-timeline`: the SVG (one panel per function of every
     /// successfully processed case), when asked for.
     pub timeline_svg: Option<String>,
+    /// `--memory-curve`: one curve per gradient function of every
+    /// successfully processed case.
+    pub curves: Vec<ckopt_passes::remat::curve::Curve>,
     pub success: bool,
 }
 
@@ -119,6 +125,9 @@ pub fn run_opt(cfg: &OptConfig, src: &Source) -> Result<OptOutput, String> {
                 }
                 if cfg.memory_timeline {
                     timeline.funcs.extend(module.funcs.iter().cloned());
+                }
+                if cfg.memory_curve {
+                    out.curves.extend(ckopt_passes::remat::curve::module_curves(&module));
                 }
                 Diags::new()
             }

@@ -25,6 +25,17 @@ pub struct MemoryReport {
     /// Kernels a backend runs: one per fusion group, one per other op that
     /// computes a value.
     pub kernels: usize,
+    /// Bytes of the function's arguments (parameters, inputs, optimizer
+    /// state): buffers the caller owns, outside the arena.
+    pub argument_bytes: u64,
+    /// What a device must hold to run the function: `argument_bytes` +
+    /// `arena_bytes` (null before memplan). The one number for "does this fit?".
+    pub device_bytes: Option<u64>,
+}
+
+/// Bytes of the arguments of `f`.
+pub fn argument_bytes(f: &Func) -> u64 {
+    f.params.iter().map(|p| f.ty(p.value).bytes()).fold(0u64, u64::saturating_add)
 }
 
 pub fn memory_report(f: &Func) -> MemoryReport {
@@ -51,13 +62,15 @@ pub fn memory_report(f: &Func) -> MemoryReport {
         .filter(|&r| !fusion.materialized(r))
         .fold(0u64, |a, r| a.saturating_add(f.ty(r).bytes()));
     let kernels = f.body.iter().enumerate().filter(|(i, o)| o.result.is_some() && fusion.span(*i).0 == *i).count();
+    let arena_bytes = f.attrs.get(ATTR_ARENA_BYTES).and_then(|a| a.as_int()).map(|v| v.max(0) as u64);
+    let argument_bytes = argument_bytes(f);
     MemoryReport {
         function: f.name.clone(),
         ops: f.body.iter().filter(|o| o.kind != OpKind::Return).count(),
         total_bytes: total,
         peak_bytes: peak(f, &live, true),
         temp_peak_bytes: peak(f, &live, false),
-        arena_bytes: f.attrs.get(ATTR_ARENA_BYTES).and_then(|a| a.as_int()).map(|v| v.max(0) as u64),
+        arena_bytes,
         forward_flops: fw,
         backward_flops: bw,
         recompute_flops: rc,
@@ -65,6 +78,8 @@ pub fn memory_report(f: &Func) -> MemoryReport {
         recomputed_ops: f.body.iter().filter(|o| o.has_attr(ATTR_RECOMPUTE)).count(),
         fused_bytes,
         kernels,
+        argument_bytes,
+        device_bytes: arena_bytes.map(|a| a.saturating_add(argument_bytes)),
     }
 }
 
@@ -175,6 +190,9 @@ mod tests {
         assert_eq!(r.forward_flops, 2 * 4 * 3 * 3 * 3 * 8 * 8);
         assert_eq!(r.backward_flops, 2 * 2 * 5 * 4 * 3);
         assert_eq!(r.arena_bytes, Some(4096));
+        // arguments: x 192 + w 108 + a 30 + b 24 floats
+        assert_eq!(r.argument_bytes, 4 * (192 + 108 + 30 + 24));
+        assert_eq!(r.device_bytes, Some(4096 + 4 * (192 + 108 + 30 + 24)));
         assert_eq!(r.total_bytes, 4 * 256 + 4 * 40);
         assert_eq!(r.peak_bytes, 4 * 256 + 4 * 40);
         assert_eq!(r.temp_peak_bytes, 0);
@@ -198,10 +216,13 @@ mod tests {
         assert_eq!(
             keys,
             vec![
-                "arena_bytes", "backward_flops", "forward_flops", "function", "fused_bytes", "inplace_ops", "kernels", "ops",
-                "peak_bytes", "recompute_flops", "recomputed_ops", "temp_peak_bytes", "total_bytes"
+                "arena_bytes", "argument_bytes", "backward_flops", "device_bytes", "forward_flops", "function", "fused_bytes",
+                "inplace_ops", "kernels", "ops", "peak_bytes", "recompute_flops", "recomputed_ops", "temp_peak_bytes",
+                "total_bytes"
             ]
         );
         assert!(obj["arena_bytes"].is_null());
+        assert!(obj["device_bytes"].is_null());
+        assert_eq!(obj["argument_bytes"], 8);
     }
 }

@@ -33,12 +33,12 @@ fn color(p: Phase) -> &'static str {
     }
 }
 
-fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
 /// A "nice" tick step (1, 2, 5 × 10^k) giving about `n` ticks over `range`.
-fn nice_step(range: f64, n: f64) -> f64 {
+pub(crate) fn nice_step(range: f64, n: f64) -> f64 {
     if range <= 0.0 || !range.is_finite() {
         return 1.0;
     }
@@ -57,7 +57,7 @@ fn nice_step(range: f64, n: f64) -> f64 {
     k * p
 }
 
-fn fmt_mib(v: f64) -> String {
+pub(crate) fn fmt_mib(v: f64) -> String {
     if v == 0.0 {
         "0".into()
     } else if v >= 100.0 {

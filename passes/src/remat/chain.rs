@@ -398,3 +398,43 @@ pub fn build_chain(f: &Func) -> Chain {
         has_backward,
     }
 }
+
+/// Merges groups of `factor` consecutive stages (for the DP on long
+/// chains). Every per-boundary quantity is rebuilt for the coarse indices:
+/// the inner boundaries of a group become stored values of its stage.
+pub fn coarsen(ch: &Chain, f: &Func, factor: usize) -> Chain {
+    let factor = factor.max(1);
+    let s = ch.len();
+    let bytes = |vs: &[ValueId], only_needed: bool| {
+        vs.iter().filter(|v| !only_needed || ch.needed[v.index()]).map(|&v| f.ty(v).bytes()).fold(0u64, u64::saturating_add)
+    };
+    let mut out = ch.clone();
+    out.stages.clear();
+    out.bounds = vec![Vec::new()];
+    out.insert_at.clear();
+    let mut j = 0;
+    while j < s {
+        let e = (j + factor).min(s);
+        let mut st = Stage::default();
+        for i in j..e {
+            st.ops.extend_from_slice(&ch.stages[i].ops);
+            st.flops = st.flops.saturating_add(ch.stages[i].flops);
+            st.store.extend_from_slice(&ch.stages[i].store);
+            if i + 1 < e {
+                // an inner boundary: what the backward reads of it is stored
+                st.store.extend(ch.bounds[i + 1].iter().copied().filter(|v| ch.needed[v.index()]));
+            }
+        }
+        st.ops.sort_unstable();
+        st.store.sort_unstable();
+        st.store.dedup();
+        st.store_bytes = bytes(&st.store, false);
+        out.stages.push(st);
+        out.bounds.push(ch.bounds[e].clone());
+        out.insert_at.push(ch.insert_at[e - 1]);
+        j = e;
+    }
+    out.bound_bytes = out.bounds.iter().map(|b| bytes(b, false)).collect();
+    out.bound_needed_bytes = out.bounds.iter().map(|b| bytes(b, true)).collect();
+    out
+}

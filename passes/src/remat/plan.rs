@@ -22,7 +22,8 @@
 //! stage ranges of their length · M) with memoization keyed by the exact
 //! sequence of stage signatures (so uniform chains are cheap).
 
-use super::chain::Chain;
+use super::chain::{Chain, coarsen};
+use ckopt_ir::Func;
 use std::collections::HashMap;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -268,7 +269,8 @@ impl Dp {
         let need = self.store_u[a] + self.bound_u[a + 1];
         if need <= m {
             let r = self.get(a + 1, b, m - need);
-            if r != INF {
+            // (only when cheaper: storing the whole range may already be)
+            if r != INF && self.f(a, a + 1).saturating_add(r) < best.0 {
                 best = (self.f(a, a + 1).saturating_add(r), 0);
             }
         }
@@ -371,5 +373,108 @@ impl Drop for Plan {
         while let Some(mut p) = stack.pop() {
             take(&mut p, &mut stack);
         }
+    }
+}
+
+/// Keeps the outputs of matmul/conv and every needed value whose
+/// recomputation would involve one; drops the rest (cheap ops: activations,
+/// broadcasts, elementwise) for on-demand recomputation. The paper's mirror.
+pub fn mirror_keep(f: &Func, ch: &Chain) -> Vec<bool> {
+    const LIMIT: usize = 16;
+    let nv = f.values.len();
+    let mut keep = vec![false; nv];
+    for v in 0..nv {
+        if !ch.needed[v] || ch.forced[v] || ch.mirror[v] {
+            continue;
+        }
+        let Some(d) = ch.def[v] else { continue };
+        if f.body[d].kind.is_compute_heavy() {
+            keep[v] = true;
+            continue;
+        }
+        let mut heavy = Vec::new();
+        let mut stack = vec![d];
+        let mut seen = 0usize;
+        let mut ok = true;
+        while let Some(i) = stack.pop() {
+            seen += 1;
+            if seen > LIMIT {
+                ok = false;
+                break;
+            }
+            for &u in &f.body[i].operands {
+                let Some(du) = ch.def[u.index()] else { continue };
+                if !ch.fwd_val[u.index()] || ch.forced[u.index()] {
+                    continue;
+                }
+                if f.body[du].kind.is_compute_heavy() {
+                    heavy.push(u);
+                } else {
+                    stack.push(du);
+                }
+            }
+        }
+        if ok {
+            for u in heavy {
+                keep[u.index()] = true;
+            }
+        } else {
+            keep[v] = true;
+        }
+    }
+    keep
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
+
+/// The plans `optimal` measures for a temp-peak budget: the DP table for
+/// the budget, probed at several memory parameters (the DP ignores backward
+/// temporaries, so the largest parameter whose measured peak fits is
+/// binary-searched). `measure(chain, plan, label)` rewrites and returns the
+/// measured temp peak. Chains whose table is too large are coarsened
+/// (pairs of stages merged) until it fits.
+pub fn optimal_candidates(f: &Func, ch: &Chain, budget: u64, measure: &mut dyn FnMut(&Chain, Plan, String) -> u64) {
+    const WORK: u64 = 300_000_000;
+    const MAX_UNITS: u64 = 512;
+    let mut chain = ch.clone();
+    loop {
+        let mut q = 0u64;
+        for st in &chain.stages {
+            q = gcd(q, st.store_bytes);
+        }
+        for &b in &chain.bound_bytes {
+            q = gcd(q, b);
+        }
+        let q = if q == 0 { budget.max(1) } else { q };
+        let q = q.max(budget.div_ceil(MAX_UNITS));
+        let units = (budget / q.max(1)) as usize;
+        if let Some(dp) = Dp::new(&chain, q, units, WORK) {
+            let (mut lo, mut hi) = (0usize, units);
+            let mut probes = 0;
+            while lo <= hi && probes < 12 {
+                let mid = lo + (hi - lo) / 2;
+                probes += 1;
+                match dp.plan(mid) {
+                    None => lo = mid + 1,
+                    Some(p) => {
+                        let peak = measure(&chain, p, format!("optimal(m={mid}x{q}B)"));
+                        if peak <= budget {
+                            lo = mid + 1;
+                        } else if mid == 0 {
+                            break;
+                        } else {
+                            hi = mid - 1;
+                        }
+                    }
+                }
+            }
+            return;
+        }
+        if chain.len() <= 2 {
+            return;
+        }
+        chain = coarsen(&chain, f, 2);
     }
 }

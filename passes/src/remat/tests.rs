@@ -112,7 +112,7 @@ fn check(f: &Func, g: &Func) {
 
 fn run(f: &Func, mode: Mode, budget: Option<u64>) -> (Func, RematOutcome) {
     let mut g = f.clone();
-    let o = remat_func(&mut g, &RematOptions { mode, budget, search: true, k: 1 }).unwrap().unwrap();
+    let o = remat_func(&mut g, &RematOptions { mode, budget, search: true, k: 1, ..Default::default() }).unwrap().unwrap();
     check(f, &g);
     (g, o)
 }
@@ -172,7 +172,7 @@ fn greedy_search_beats_or_matches_sqrt_and_respects_budget() {
 fn infeasible_budget_names_the_smallest_feasible_one() {
     let f = mlp_grad(50, 8, 16, false);
     let mut g = f.clone();
-    let e = remat_func(&mut g, &RematOptions { mode: Mode::Greedy, budget: Some(UNIT), search: true, k: 1 }).unwrap_err();
+    let e = remat_func(&mut g, &RematOptions { mode: Mode::Greedy, budget: Some(UNIT), search: true, k: 1, ..Default::default() }).unwrap_err();
     assert!(e.message.contains("smallest feasible budget found is"), "{}", e.message);
     assert_eq!(g, f, "function untouched on error");
 }
@@ -305,7 +305,7 @@ fn budget_met_by_cheap_recompute_recomputes_no_matmul() {
     let budget = none * 6 / 10;
     for mode in [Mode::Greedy, Mode::Optimal] {
         let mut r = g.clone();
-        let o = remat_func(&mut r, &RematOptions { mode, budget: Some(budget), search: true, k: 1 }).unwrap().unwrap();
+        let o = remat_func(&mut r, &RematOptions { mode, budget: Some(budget), search: true, k: 1, ..Default::default() }).unwrap().unwrap();
         check(&g, &r);
         assert!(o.temp_peak_after <= budget, "{mode:?}: {} > {budget}", o.temp_peak_after);
         let heavy = r.body.iter().filter(|op| op.has_attr("ck.recompute") && op.kind == OpKind::Matmul).count();
@@ -320,13 +320,287 @@ fn budget_met_by_cheap_recompute_recomputes_no_matmul() {
 fn extreme_options_are_handled() {
     let f = mlp_grad(40, 8, 16, false);
     let mut g = f.clone();
-    remat_func(&mut g, &RematOptions { mode: Mode::Log, budget: None, search: true, k: 1_000_000_000 }).unwrap();
+    remat_func(&mut g, &RematOptions { mode: Mode::Log, budget: None, search: true, k: 1_000_000_000, ..Default::default() }).unwrap();
     check(&f, &g);
     for mode in [Mode::Sqrt, Mode::Greedy, Mode::Log, Mode::Optimal] {
         let mut g = f.clone();
-        assert!(remat_func(&mut g, &RematOptions { mode, budget: Some(0), search: true, k: 1 }).is_err());
+        assert!(remat_func(&mut g, &RematOptions { mode, budget: Some(0), search: true, k: 1, ..Default::default() }).is_err());
         let mut g = f.clone();
-        remat_func(&mut g, &RematOptions { mode, budget: Some(u64::MAX), search: true, k: 3 }).unwrap();
+        remat_func(&mut g, &RematOptions { mode, budget: Some(u64::MAX), search: true, k: 3, ..Default::default() }).unwrap();
         check(&f, &g);
     }
+}
+
+/// The byte count an infeasibility error names ("... found is 3.50 KiB (3584 bytes)" or "... is 192 B").
+fn named_bytes(msg: &str, after: &str) -> u64 {
+    let rest = &msg[msg.find(after).unwrap_or_else(|| panic!("'{after}' not in: {msg}")) + after.len()..];
+    if let Some(i) = rest.find(" bytes)")
+        && let Some(j) = rest[..i].rfind('(')
+    {
+        return rest[j + 1..i].parse().unwrap();
+    }
+    rest.split(' ').next().unwrap().parse().unwrap()
+}
+
+fn opts(mode: Mode, budget: Option<u64>) -> RematOptions {
+    RematOptions { mode, budget, ..Default::default() }
+}
+
+/// No mode recomputes for nothing: without a limit, the chosen plan either
+/// lowers the peak or is no remat at all (zero recompute, function unchanged).
+/// A chain whose every forward value is returned has nothing to drop: all
+/// modes keep it as it is.
+#[test]
+fn no_plan_recomputes_without_lowering_the_peak() {
+    for f in [mlp_grad(30, 8, 16, false), mlp_grad(3, 8, 16, false)] {
+        for mode in [Mode::Sqrt, Mode::Greedy, Mode::Log] {
+            let mut g = f.clone();
+            let o = remat_func(&mut g, &opts(mode, None)).unwrap().unwrap();
+            check(&f, &g);
+            if o.recompute_flops > 0 {
+                assert!(o.temp_peak_after < o.temp_peak_before, "{mode:?} recomputes {} flops for no memory", o.recompute_flops);
+            } else {
+                assert_eq!(o.recomputed_ops, 0);
+            }
+            if o.plan == "none" {
+                assert_eq!(g, f, "{mode:?}: 'none' leaves the function as it was");
+            }
+        }
+    }
+    // a 1-layer net: recomputing its single stage cannot lower the peak
+    let f = mlp_grad(1, 8, 16, false);
+    for mode in [Mode::Sqrt, Mode::Greedy, Mode::Log] {
+        let mut g = f.clone();
+        let o = remat_func(&mut g, &opts(mode, None)).unwrap().unwrap();
+        assert_eq!((o.recompute_flops, o.plan.as_str()), (0, "none"), "{mode:?}");
+    }
+}
+
+/// greedy with a budget: within it, and swept over budgets, monotone: as the
+/// budget grows, recompute never grows (and peak never exceeds the budget).
+#[test]
+fn greedy_is_monotone_over_budgets() {
+    let f = mlp_grad(60, 8, 16, false);
+    let none = memory_report(&f).temp_peak_bytes;
+    let mut prev: Option<(u64, u64)> = None;
+    let mut feasible = 0;
+    for i in 0..=24u64 {
+        let b = none * (4 + i) / 28;
+        let mut g = f.clone();
+        let Ok(o) = remat_func(&mut g, &opts(Mode::Greedy, Some(b))) else { continue };
+        let o = o.unwrap();
+        feasible += 1;
+        assert!(o.temp_peak_after <= b);
+        if let Some((pb, pr)) = prev {
+            assert!(o.recompute_flops <= pr, "budget {pb} -> {b}: recompute {pr} -> {}", o.recompute_flops);
+        }
+        prev = Some((b, o.recompute_flops));
+    }
+    assert!(feasible >= 15, "only {feasible} budgets were feasible");
+    assert_eq!(prev.map(|p| p.1), Some(0), "the largest budget (no remat's peak x 1) needs no recompute");
+}
+
+/// The smallest feasible budget an error names is feasible: rerunning with
+/// it succeeds and meets it (greedy, optimal, sqrt).
+#[test]
+fn the_named_smallest_budget_is_feasible() {
+    let f = mlp_grad(50, 8, 16, false);
+    for mode in [Mode::Greedy, Mode::Optimal, Mode::Sqrt] {
+        let mut g = f.clone();
+        let e = remat_func(&mut g, &opts(mode, Some(UNIT))).unwrap_err();
+        let b = named_bytes(&e.message, "smallest feasible budget found is ");
+        assert!(b > UNIT, "{mode:?}: {}", e.message);
+        let mut g = f.clone();
+        let o = remat_func(&mut g, &opts(mode, Some(b))).unwrap_or_else(|e| panic!("{mode:?} at {b}: {e:?}")).unwrap();
+        assert!(o.temp_peak_after <= b);
+        check(&f, &g);
+    }
+}
+
+/// device_budget counts arguments + arena after memplan: met when feasible
+/// (measured by memplan itself), an infeasible one names the smallest total
+/// found (which is then feasible), one below the arguments alone names the option.
+#[test]
+fn device_budget_counts_arguments_and_arena() {
+    // batch 64: activations (temp) outweigh the returned gradients
+    let f = mlp_grad(40, 64, 16, false);
+    let args = crate::analysis::argument_bytes(&f);
+    let none_dev = device_bytes(&f, 64).unwrap();
+    assert!(none_dev > args);
+    for mode in [Mode::Greedy, Mode::Optimal, Mode::Sqrt] {
+        // a budget between the arguments and no remat's total
+        let d = args + (none_dev - args) * 6 / 10;
+        let mut g = f.clone();
+        let r = remat_func(&mut g, &RematOptions { mode, device_budget: Some(d), ..Default::default() });
+        match r {
+            Ok(o) => {
+                let o = o.unwrap();
+                check(&f, &g);
+                let mut planned = g.clone();
+                let arena = crate::memplan::memplan_func(&mut planned, 64).unwrap().arena_bytes;
+                assert!(args + arena <= d, "{mode:?}: {} + {arena} > {d}", args);
+                assert_eq!(o.device_bytes, Some(args + arena));
+                assert!(o.recompute_flops > 0, "{mode:?}: no remat does not fit");
+            }
+            Err(e) => panic!("{mode:?}: {}", e.message),
+        }
+        // infeasible: the named total is feasible
+        let mut g = f.clone();
+        let e = remat_func(&mut g, &RematOptions { mode, device_budget: Some(args + 1), ..Default::default() }).unwrap_err();
+        let t = named_bytes(&e.message, "smallest feasible total found is ");
+        assert!(e.message.contains("arguments"), "{}", e.message);
+        let mut g = f.clone();
+        remat_func(&mut g, &RematOptions { mode, device_budget: Some(t), ..Default::default() })
+            .unwrap_or_else(|e| panic!("{mode:?} at {t}: {}", e.message));
+        // below the arguments alone
+        let mut g = f.clone();
+        let e = remat_func(&mut g, &RematOptions { mode, device_budget: Some(args / 2), ..Default::default() }).unwrap_err();
+        assert!(e.message.contains("option 'device_budget'") && e.message.contains("arguments"), "{}", e.message);
+        assert_eq!(g, f);
+    }
+}
+
+/// Coarsening rebuilds every per-boundary quantity at the coarse indices:
+/// the same values as computing them from the coarse boundary sets.
+#[test]
+fn coarsen_rebuilds_boundary_bytes() {
+    let f = mlp_grad(21, 8, 16, false);
+    let ch = build_chain(&f);
+    for factor in [2, 3, 5] {
+        let c = chain::coarsen(&ch, &f, factor);
+        assert_eq!(c.len(), ch.len().div_ceil(factor));
+        assert_eq!(c.bounds.len(), c.len() + 1);
+        assert_eq!(c.bound_bytes.len(), c.len() + 1);
+        assert_eq!(c.bound_needed_bytes.len(), c.len() + 1);
+        for (j, b) in c.bounds.iter().enumerate() {
+            let all: u64 = b.iter().map(|&v| f.ty(v).bytes()).sum();
+            let needed: u64 = b.iter().filter(|v| ch.needed[v.index()]).map(|&v| f.ty(v).bytes()).sum();
+            assert_eq!((c.bound_bytes[j], c.bound_needed_bytes[j]), (all, needed), "factor {factor}, boundary {j}");
+        }
+        // the plans over the coarse chain are still correct
+        let p = plan::sqrt_cuts(&c);
+        let em = apply(&f, &c, &Strategy::Chain(Plan::segments(&p)));
+        check(&f, &em.func);
+    }
+}
+
+/// A brute-force oracle for the DP: on small random chains, the least
+/// recompute over every plan tree (store a range, store its first stage and
+/// go on, or keep a boundary and split: all schedules of the DP's model,
+/// enumerated without memo or interning) equals `Dp::total(m)` for every m,
+/// and the plan `Dp::plan(m)` returns needs at most m units and costs exactly that.
+#[test]
+fn dp_matches_brute_force_on_small_chains() {
+    fn brute(c: &Chain, a: usize, b: usize, m: u64) -> u64 {
+        let f = |x: usize, y: usize| c.stages[x..y].iter().map(|s| s.flops).sum::<u64>();
+        let store = |x: usize, y: usize| {
+            c.stages[x..y].iter().map(|s| s.store_bytes).sum::<u64>() + (x + 1..y).map(|j| c.bound_needed_bytes[j]).sum::<u64>()
+        };
+        let mut best = if store(a, b) <= m { f(a, b) } else { u64::MAX };
+        if b > a + 1 {
+            let need = c.stages[a].store_bytes + c.bound_bytes[a + 1];
+            if need <= m {
+                let r = brute(c, a + 1, b, m - need);
+                if r != u64::MAX {
+                    best = best.min(f(a, a + 1) + r);
+                }
+            }
+            for cut in a + 1..b {
+                let bc = c.bound_bytes[cut];
+                if bc > m {
+                    continue;
+                }
+                let (r, l) = (brute(c, cut, b, m - bc), brute(c, a, cut, m - bc));
+                if r != u64::MAX && l != u64::MAX {
+                    best = best.min(f(a, cut) + r + l);
+                }
+            }
+        }
+        best
+    }
+    /// (memory, cost) of a plan tree over [a, b), computed from the tree alone.
+    fn walk(c: &Chain, p: &Plan, a: usize, b: usize) -> (u64, u64) {
+        let f = |x: usize, y: usize| c.stages[x..y].iter().map(|s| s.flops).sum::<u64>();
+        match p {
+            Plan::Store => (
+                c.stages[a..b].iter().map(|s| s.store_bytes).sum::<u64>() + (a + 1..b).map(|j| c.bound_needed_bytes[j]).sum::<u64>(),
+                f(a, b),
+            ),
+            Plan::StoreFirst { upto, rest } => {
+                let held = c.stages[a..*upto].iter().map(|s| s.store_bytes).sum::<u64>()
+                    + (a + 1..*upto).map(|j| c.bound_needed_bytes[j]).sum::<u64>()
+                    + c.bound_bytes[*upto];
+                let (m, k) = walk(c, rest, *upto, b);
+                (held + m, f(a, *upto) + k)
+            }
+            Plan::Split { at, left, right } => {
+                let (mr, kr) = walk(c, right, *at, b);
+                let (ml, kl) = walk(c, left, a, *at);
+                (c.bound_bytes[*at] + mr.max(ml), f(a, *at) + kr + kl)
+            }
+        }
+    }
+    let mut seed = 0x1234_5678u64;
+    let mut rnd = |n: u64| {
+        seed = ckopt_ir::random::mix64(seed);
+        seed % n
+    };
+    for _ in 0..60 {
+        let s = 2 + rnd(6) as usize;
+        let mut c = build_chain(&mlp_grad(1, 1, 1, false));
+        c.stages = (0..s)
+            .map(|_| chain::Stage { flops: 1 + rnd(5), store_bytes: rnd(4), ..Default::default() })
+            .collect();
+        c.bound_bytes = (0..=s).map(|j| if j == 0 || j == s { 0 } else { 1 + rnd(3) }).collect();
+        c.bound_needed_bytes = c.bound_bytes.iter().map(|&b| rnd(b + 1)).collect();
+        let dp = plan::Dp::new(&c, 1, 24, u64::MAX).unwrap();
+        for m in 0..=24u64 {
+            let want = brute(&c, 0, s, m);
+            assert_eq!(dp.total(m as usize), want, "chain {:?} m {m}", c.stages.iter().map(|x| (x.flops, x.store_bytes)).collect::<Vec<_>>());
+            if want != u64::MAX {
+                let p = dp.plan(m as usize).unwrap();
+                let (mem, cost) = walk(&c, &p, 0, s);
+                assert!(mem <= m, "plan needs {mem} > {m}");
+                assert_eq!(cost, want);
+            } else {
+                assert!(dp.plan(m as usize).is_none());
+            }
+        }
+    }
+}
+
+/// The curve: a Pareto front sorted by peak (recompute strictly falling),
+/// ending at no remat, no measured plan dominating a point, and every point's
+/// plan text reproducing its numbers through the pass pipeline.
+#[test]
+fn memory_curve_is_a_reproducible_pareto_front() {
+    let f = mlp_grad(40, 8, 16, false);
+    let c = curve::memory_curve(&f).unwrap();
+    assert!(c.points.len() >= 4, "{:?}", c.points);
+    assert_eq!(c.min_feasible_bytes, c.points[0].peak_bytes);
+    let last = c.points.last().unwrap();
+    assert_eq!((last.recompute_flops, last.plan.as_str()), (0, "remat{mode=none}"));
+    for w in c.points.windows(2) {
+        assert!(w[0].peak_bytes < w[1].peak_bytes && w[0].recompute_flops > w[1].recompute_flops, "{w:?}");
+    }
+    for p in &c.points {
+        assert!(
+            !c.measured.iter().any(|q| q.peak_bytes <= p.peak_bytes && q.recompute_flops < p.recompute_flops
+                || q.peak_bytes < p.peak_bytes && q.recompute_flops <= p.recompute_flops),
+            "{p:?} is dominated"
+        );
+        let mut m = Module { funcs: vec![f.clone()] };
+        crate::PassManager::parse(&p.plan).unwrap().run(&mut m).unwrap();
+        let r = memory_report(&m.funcs[0]);
+        assert_eq!((r.temp_peak_bytes, r.recompute_flops), (p.peak_bytes, p.recompute_flops), "{}", p.plan);
+        check(&f, &m.funcs[0]);
+    }
+    assert!(c.min_feasible_bytes * 4 < last.peak_bytes);
+    let svg = curve::curves_svg(std::slice::from_ref(&c));
+    for needle in ["temp peak (MiB)", "recompute (forward passes)", "optimal", "greedy", "Pareto front", "@mlp_grad"] {
+        assert!(svg.contains(needle), "svg lacks {needle}");
+    }
+    let json: serde_json::Value = serde_json::from_str(&curve::curves_json(&[c])).unwrap();
+    let keys: Vec<&str> = json[0].as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(keys, ["function", "min_feasible_bytes", "points"]);
 }

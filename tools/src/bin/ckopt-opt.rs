@@ -68,6 +68,16 @@ struct Cli {
     #[arg(long, value_name = "FILE.svg")]
     memory_timeline: Option<String>,
 
+    /// Measure the memory/recompute trade-off of every gradient function
+    /// after the pipeline: every plan remat can make (none, sqrt, log, the
+    /// greedy search and its thresholds, optimal swept over budgets) and
+    /// their Pareto front of (temp peak bytes, recompute flops), each point
+    /// with the pass option text that reproduces it. FILE.svg draws it (MiB
+    /// against forward passes of recompute); any other name (or `-`, stdout
+    /// after the IR) gets the JSON of docs/memory.md.
+    #[arg(long, value_name = "FILE.json|FILE.svg|-")]
+    memory_curve: Option<String>,
+
     /// List the passes with their summary and options, then exit.
     #[arg(long)]
     list_passes: bool,
@@ -127,6 +137,7 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
         timing: cli.timing,
         memory_report: cli.memory_report.is_some(),
         memory_timeline: cli.memory_timeline.is_some(),
+        memory_curve: cli.memory_curve.is_some(),
     };
     // Reject a bad pipeline before touching the input.
     ckopt_passes::manager::parse_pipeline(&cfg.pipeline).map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -145,6 +156,11 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
     }
     if let (Some(path), Some(svg)) = (cli.memory_timeline.as_deref(), out.timeline_svg.as_ref()) {
         ok &= report(write_text(path, svg));
+    }
+    if let Some(path) = cli.memory_curve.as_deref() {
+        use ckopt_passes::remat::curve::{curves_json, curves_svg};
+        let text = if path.ends_with(".svg") { curves_svg(&out.curves) } else { curves_json(&out.curves) };
+        ok &= report(write_text(path, &text));
     }
     Ok(ok)
 }

@@ -1,0 +1,295 @@
+//! The memory/recompute curve of a gradient function (`ckopt-opt
+//! --memory-curve=FILE`): every plan remat can make, measured, and the
+//! Pareto front of (temp peak bytes, recompute flops) over them.
+//!
+//! What: the plans are those of the modes, each written as the pass option
+//! text that makes it — `remat{mode=none}`, `remat{mode=sqrt}`,
+//! `remat{mode=log k=K}` (K = 1, 2, 4), `remat{mode=greedy}` (its budget
+//! search) and greedy at each threshold of that search
+//! (`remat{mode=greedy search=false threshold=B}`), and `optimal`'s DP swept
+//! over budgets between the smallest peak found and no remat
+//! (`remat{mode=optimal budget=B}`). Each text is run through `remat_func`
+//! on a copy of the function and measured (temp_peak_bytes as in the memory
+//! report, recompute flops of the `ck.recompute` ops), so a point's `plan`,
+//! put in the pipeline in place of `--memory-curve`, reproduces its numbers
+//! exactly (remat is deterministic). The front keeps a point when no other
+//! has a peak as low and less recompute; points are sorted by peak (so
+//! recompute strictly falls along it). `min_feasible_bytes` is the lowest
+//! peak of any plan (the first point).
+//!
+//! Invariants: no point of `points` is dominated by a measured plan; peaks
+//! strictly increase and recompute strictly decreases along `points`; the
+//! last point is no remat (zero recompute) unless the function has no
+//! backward. Cost: about 30 remat runs (each one rewrite plus liveness per
+//! plan it measures; `optimal` builds its DP table per budget).
+
+use super::{RematOptions, remat_func};
+use crate::analysis::timeline::{esc, fmt_mib, nice_step};
+use crate::analysis::{memory_report, peak, liveness};
+use crate::manager::parse_pipeline;
+use ckopt_ir::Func;
+use serde::Serialize;
+use std::fmt::Write;
+
+/// One measured plan.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CurvePoint {
+    pub peak_bytes: u64,
+    pub recompute_flops: u64,
+    /// The pass option text that reproduces the point.
+    pub plan: String,
+}
+
+/// The curve of one gradient function.
+#[derive(Clone, Debug, Serialize)]
+pub struct Curve {
+    pub function: String,
+    pub min_feasible_bytes: u64,
+    /// The Pareto front, sorted by peak.
+    pub points: Vec<CurvePoint>,
+    /// Flops of one forward pass (the unit of the SVG's recompute axis).
+    #[serde(skip)]
+    pub forward_flops: u64,
+    /// Every measured plan, dominated ones included (drawn faintly).
+    #[serde(skip)]
+    pub measured: Vec<CurvePoint>,
+}
+
+/// Parses `remat{...}` text into options (the registry's own parser).
+fn options(text: &str) -> Option<RematOptions> {
+    let entries = parse_pipeline(text).ok()?;
+    let e = entries.first()?;
+    super::parse_options(&e.options).ok()
+}
+
+/// Measures one plan text on a copy of `f`: (temp peak, recompute flops).
+fn measure(f: &Func, text: &str) -> Option<CurvePoint> {
+    let opts = options(text)?;
+    let mut g = f.clone();
+    let (peak_bytes, recompute_flops) = match remat_func(&mut g, &opts).ok()? {
+        Some(o) => (o.temp_peak_after, o.recompute_flops),
+        None => (peak(f, &liveness(f), false), 0),
+    };
+    Some(CurvePoint { peak_bytes, recompute_flops, plan: text.to_string() })
+}
+
+/// The Pareto front of `pts`: sorted by (peak, recompute, plan), keeps a
+/// point only when its recompute is below every point with a lower peak.
+pub fn pareto_front(pts: &[CurvePoint]) -> Vec<CurvePoint> {
+    let mut sorted = pts.to_vec();
+    sorted.sort_by(|a, b| (a.peak_bytes, a.recompute_flops).cmp(&(b.peak_bytes, b.recompute_flops)));
+    let mut out: Vec<CurvePoint> = Vec::new();
+    for p in sorted {
+        if out.last().is_none_or(|l| p.recompute_flops < l.recompute_flops) {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// The curve of `f`, or None when remat has nothing to do there (no
+/// backward reads of forward values, or already rematerialized).
+pub fn memory_curve(f: &Func) -> Option<Curve> {
+    if f.body.iter().any(|o| o.has_attr(ckopt_ir::ops::ATTR_RECOMPUTE)) {
+        return None;
+    }
+    let ch = super::chain::build_chain(f);
+    if !ch.has_backward || ch.is_empty() {
+        return None;
+    }
+    let mut texts: Vec<String> = ["none", "sqrt", "log k=1", "log k=2", "log k=4", "greedy"]
+        .iter()
+        .map(|m| format!("remat{{mode={m}}}"))
+        .collect();
+    for b in super::greedy_thresholds(&ch) {
+        texts.push(format!("remat{{mode=greedy search=false threshold={b}}}"));
+    }
+    let mut measured: Vec<CurvePoint> = texts.iter().filter_map(|t| measure(f, t)).collect();
+    let none_peak = peak(f, &liveness(f), false);
+    let lo = measured.iter().map(|p| p.peak_bytes).min().unwrap_or(none_peak);
+    // optimal swept over budgets from the smallest peak found up to no remat
+    const STEPS: u64 = 16;
+    let mut last = None;
+    for i in 0..STEPS {
+        let b = lo + (none_peak.saturating_sub(lo)) * i / STEPS;
+        if b == 0 || last == Some(b) {
+            continue;
+        }
+        last = Some(b);
+        if let Some(p) = measure(f, &format!("remat{{mode=optimal budget={b}}}")) {
+            measured.push(p);
+        }
+    }
+    let points = pareto_front(&measured);
+    let min_feasible_bytes = points.first().map_or(none_peak, |p| p.peak_bytes);
+    Some(Curve { function: f.name.clone(), min_feasible_bytes, points, forward_flops: memory_report(f).forward_flops, measured })
+}
+
+/// The curves of every function of `m` that remat can rewrite, in order.
+pub fn module_curves(m: &ckopt_ir::Module) -> Vec<Curve> {
+    m.funcs.iter().filter_map(memory_curve).collect()
+}
+
+/// The curves as JSON (an array, one object per function), pretty-printed.
+pub fn curves_json(curves: &[Curve]) -> String {
+    let mut s = serde_json::to_string_pretty(curves).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
+    s.push('\n');
+    s
+}
+
+/// The mode a plan text names (`remat{mode=X ...}` -> X).
+fn mode_of(plan: &str) -> &str {
+    plan.split("mode=").nth(1).and_then(|r| r.split([' ', '}']).next()).unwrap_or("?")
+}
+
+fn mode_color(mode: &str) -> &'static str {
+    match mode {
+        "none" => "#555555",
+        "sqrt" => "#3b78c2",
+        "log" => "#9b59b6",
+        "greedy" => "#e08a2c",
+        "optimal" => "#2ca05a",
+        _ => "#999999",
+    }
+}
+
+const W: f64 = 900.0;
+const PANEL_H: f64 = 420.0;
+const ML: f64 = 80.0;
+const MR: f64 = 190.0;
+const MT: f64 = 50.0;
+const MB: f64 = 50.0;
+
+fn panel(out: &mut String, c: &Curve, y0: f64) {
+    let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
+    let fwd = c.forward_flops.max(1) as f64;
+    let passes = |f: u64| f as f64 / fwd;
+    let xmax = c.measured.iter().map(|p| mib(p.peak_bytes)).fold(0.0, f64::max).max(1e-6) * 1.05;
+    let ymax = c.measured.iter().map(|p| passes(p.recompute_flops)).fold(0.0, f64::max).max(0.1) * 1.1;
+    let (pw, ph) = (W - ML - MR, PANEL_H - MT - MB);
+    let px = |x: f64| ML + x / xmax * pw;
+    let py = |y: f64| y0 + MT + ph - y / ymax * ph;
+    let _ = writeln!(
+        out,
+        r#"<text x="{ML}" y="{}" font-size="15" font-weight="bold">@{} — memory vs recompute (min feasible {} MiB)</text>"#,
+        y0 + 28.0,
+        esc(&c.function),
+        fmt_mib(mib(c.min_feasible_bytes))
+    );
+    let _ = writeln!(out, r##"<rect x="{ML}" y="{}" width="{pw}" height="{ph}" fill="none" stroke="#888"/>"##, y0 + MT);
+    // axes
+    let xs = nice_step(xmax, 8.0);
+    let mut t = 0.0;
+    while t <= xmax + 1e-9 {
+        let _ = writeln!(
+            out,
+            r##"<line x1="{x}" y1="{a}" x2="{x}" y2="{b}" stroke="#eee"/><text x="{x}" y="{ty}" font-size="11" text-anchor="middle">{l}</text>"##,
+            x = px(t),
+            a = y0 + MT,
+            b = y0 + MT + ph,
+            ty = y0 + MT + ph + 16.0,
+            l = fmt_mib(t)
+        );
+        t += xs;
+    }
+    let ys = nice_step(ymax, 6.0);
+    let mut t = 0.0;
+    while t <= ymax + 1e-9 {
+        let _ = writeln!(
+            out,
+            r##"<line x1="{ML}" y1="{y}" x2="{r}" y2="{y}" stroke="#eee"/><text x="{tx}" y="{ty}" font-size="11" text-anchor="end">{l}</text>"##,
+            y = py(t),
+            r = ML + pw,
+            tx = ML - 6.0,
+            ty = py(t) + 4.0,
+            l = fmt_mib(t)
+        );
+        t += ys;
+    }
+    let _ = writeln!(
+        out,
+        r#"<text x="{}" y="{}" font-size="12" text-anchor="middle">temp peak (MiB)</text>"#,
+        ML + pw / 2.0,
+        y0 + PANEL_H - 12.0
+    );
+    let _ = writeln!(
+        out,
+        r#"<text x="18" y="{y}" font-size="12" text-anchor="middle" transform="rotate(-90 18 {y})">recompute (forward passes)</text>"#,
+        y = y0 + MT + ph / 2.0
+    );
+    // every measured plan, faint
+    for p in &c.measured {
+        let _ = writeln!(
+            out,
+            r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{}" fill-opacity="0.25"><title>{} — {} MiB, {:.3} fwd</title></circle>"#,
+            px(mib(p.peak_bytes)),
+            py(passes(p.recompute_flops)),
+            mode_color(mode_of(&p.plan)),
+            esc(&p.plan),
+            fmt_mib(mib(p.peak_bytes)),
+            passes(p.recompute_flops)
+        );
+    }
+    // the front as a staircase
+    let mut d = String::new();
+    for (i, p) in c.points.iter().enumerate() {
+        let (x, y) = (px(mib(p.peak_bytes)), py(passes(p.recompute_flops)));
+        if i == 0 {
+            let _ = write!(d, "M{x:.1},{y:.1}");
+        } else {
+            let _ = write!(d, " H{x:.1} V{y:.1}");
+        }
+    }
+    let _ = writeln!(out, r##"<path d="{d}" fill="none" stroke="#222" stroke-width="1.5"/>"##);
+    for p in &c.points {
+        let _ = writeln!(
+            out,
+            r##"<circle cx="{:.1}" cy="{:.1}" r="5" fill="{}" stroke="#222"><title>{} — {} MiB, {:.3} fwd</title></circle>"##,
+            px(mib(p.peak_bytes)),
+            py(passes(p.recompute_flops)),
+            mode_color(mode_of(&p.plan)),
+            esc(&p.plan),
+            fmt_mib(mib(p.peak_bytes)),
+            passes(p.recompute_flops)
+        );
+    }
+    // legend
+    let lx = ML + pw + 16.0;
+    for (i, m) in ["none", "sqrt", "log", "greedy", "optimal"].iter().enumerate() {
+        let y = y0 + MT + 10.0 + 20.0 * i as f64;
+        let _ = writeln!(
+            out,
+            r##"<circle cx="{lx}" cy="{y}" r="5" fill="{}" stroke="#222"/><text x="{}" y="{}" font-size="12">{m}</text>"##,
+            mode_color(m),
+            lx + 10.0,
+            y + 4.0
+        );
+    }
+    let _ = writeln!(
+        out,
+        r#"<text x="{lx}" y="{}" font-size="11">line: Pareto front</text><text x="{lx}" y="{}" font-size="11">faint: dominated plans</text>"#,
+        y0 + MT + 118.0,
+        y0 + MT + 134.0
+    );
+}
+
+/// The curves as an SVG picture: one panel per function, x = temp peak in
+/// MiB, y = recompute in forward passes, points coloured by mode, the front
+/// drawn as a staircase.
+pub fn curves_svg(curves: &[Curve]) -> String {
+    let h = PANEL_H * curves.len().max(1) as f64;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{h}" viewBox="0 0 {W} {h}" font-family="sans-serif">"#
+    );
+    let _ = writeln!(out, r#"<rect width="100%" height="100%" fill="white"/>"#);
+    if curves.is_empty() {
+        let _ = writeln!(out, r#"<text x="20" y="40" font-size="14">no gradient function: nothing for remat to trade</text>"#);
+    }
+    for (k, c) in curves.iter().enumerate() {
+        panel(&mut out, c, k as f64 * PANEL_H);
+    }
+    out.push_str("</svg>\n");
+    out
+}
