@@ -44,6 +44,8 @@ fn unary_elementwise_ops_match_hand_values() {
     close(&ev(OpKind::Rsqrt, Attrs::new(), &[&p], &[3]), &[3], &[1.0, 0.5, 2.0]);
     let a = attrs([("value", Attr::F32(2.5))]);
     close(&ev(OpKind::Scale, a, &[&x], &[3]), &[3], &[-2.5, 0.0, 5.0]);
+    // erf(1) = 0.842700792949..., erf(2) = 0.995322265018...; erf is odd.
+    close(&ev(OpKind::Erf, Attrs::new(), &[&x], &[3]), &[3], &[-0.842_700_8, 0.0, 0.995_322_3]);
 }
 
 #[test]
@@ -310,4 +312,10 @@ fn ill_typed_calls_are_errors_not_panics() {
     assert!(eval_kind(OpKind::Relu, &Attrs::new(), &[&broken], &out).is_err());
     let huge = TensorType::f32(vec![1 << 30, 1 << 30]);
     assert!(eval_kind(OpKind::Fill, &attrs([("value", Attr::F32(1.0))]), &[], &huge).is_err());
+}
+
+#[test]
+fn constant_returns_its_elements_in_row_major_order() {
+    let v = Attr::Dense { shape: vec![2, 2], data: vec![1.0, -2.0, 0.5, 3.0] };
+    close(&ev(OpKind::Constant, attrs([("value", v)]), &[], &[2, 2]), &[2, 2], &[1.0, -2.0, 0.5, 3.0]);
 }
