@@ -312,6 +312,17 @@ pub fn remat_func(f: &mut Func, opts: &RematOptions) -> Result<Option<RematOutco
         temp_budget = Some(d.saturating_sub(overhead).max(1));
     }
     mode_candidates(f, &ch, opts, temp_budget, &mut cands);
+    // the same plans over the forward in wavefront order, when it differs
+    if let Some(g) = chain::wavefront(f) {
+        let wch = build_chain(&g);
+        if wch.has_backward && !wch.is_empty() {
+            let n = cands.len();
+            mode_candidates(&g, &wch, opts, temp_budget, &mut cands);
+            for c in &mut cands[n..] {
+                c.label = format!("wavefront {}", c.label);
+            }
+        }
+    }
     if opts.device_budget.is_some() {
         measure_device(f, &mut cands, opts.align)?;
         // optimal: where the estimate missed, aim lower by what was missed

@@ -8,7 +8,7 @@
 // RUN: ckopt-opt %s --split-input-file --pass-pipeline=dce --memory-report=- -o /dev/null | FileCheck %s --check-prefix=DCE
 // RUN: ckopt-opt %s --split-input-file --memory-report=- -o /dev/null | python3 -c "import json,sys; r=json.load(sys.stdin); print(sorted(r[0].keys())); print(len(r))" | FileCheck %s --check-prefix=KEYS
 
-// KEYS: ['arena_bytes', 'backward_flops', 'forward_flops', 'function', 'fused_bytes', 'inplace_ops', 'kernels', 'ops', 'peak_bytes', 'recompute_flops', 'recomputed_ops', 'temp_peak_bytes', 'total_bytes']
+// KEYS: ['arena_bytes', 'argument_bytes', 'backward_flops', 'device_bytes', 'forward_flops', 'function', 'fused_bytes', 'inplace_ops', 'kernels', 'ops', 'peak_bytes', 'recompute_flops', 'recomputed_ops', 'temp_peak_bytes', 'total_bytes']
 // KEYS-NEXT: 4
 
 /// The example mlp of docs/ir.md (without {ck.param}): four 32x64 values
@@ -26,7 +26,9 @@
 // CHECK-NEXT: "inplace_ops": 0,
 // CHECK-NEXT: "recomputed_ops": 0,
 // CHECK-NEXT: "fused_bytes": 0,
-// CHECK-NEXT: "kernels": 5
+// CHECK-NEXT: "kernels": 5,
+// CHECK-NEXT: "argument_bytes": 32768,
+// CHECK-NEXT: "device_bytes": null
 module {
   func.func @mlp(%x: tensor<32x64xf32>, %w: tensor<64x64xf32>, %t: tensor<32x64xf32>) -> tensor<f32> {
     %h = "ck.matmul"(%x, %w) : (tensor<32x64xf32>, tensor<64x64xf32>) -> tensor<32x64xf32>

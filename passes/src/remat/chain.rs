@@ -438,3 +438,70 @@ pub fn coarsen(ch: &Chain, f: &Func, factor: usize) -> Chain {
     out.bound_needed_bytes = out.bounds.iter().map(|b| bytes(b, true)).collect();
     out
 }
+
+/// `f` with its forward ops in wavefront order, or None when that is the
+/// given order (or would not be a valid schedule).
+///
+/// Why: the chain's cuts count the values crossing a schedule position, so
+/// they depend on the order the forward was written in. A stacked LSTM
+/// written layer by layer crosses every hidden state of a layer at every
+/// cut; in wavefront order (each op as soon as its forward operands exist,
+/// as a Checkmate/MONeT-style planner would schedule it) a cut crosses one
+/// (h, c) per layer. Order: ops that read a forward value by their ASAP
+/// level (1 + the highest level among the forward ops they read); ops that
+/// read only arguments (weight broadcasts, input slices) as late as
+/// possible: at the lowest level of their users, just before them; ties in
+/// the given order. The permuted ops keep the positions of the forward ops,
+/// so backward ops stay where they are; the result computes the same values
+/// bit for bit (only independent ops are reordered). In-place marks are
+/// re-checked by remat's rewrite (`emit::fix_inplace`).
+pub fn wavefront(f: &Func) -> Option<Func> {
+    let n = f.body.len();
+    let phases = op_phases(f);
+    let def = f.def_table();
+    let fwd: Vec<usize> = (0..n).filter(|&i| phases[i] == Phase::Forward).collect();
+    let fwd_def = |o: &ValueId| def[o.index()].filter(|&d| phases[d] == Phase::Forward);
+    let mut level: Vec<Option<usize>> = vec![None; n];
+    for &i in &fwd {
+        level[i] = f.body[i].operands.iter().filter_map(fwd_def).map(|d| level[d].map_or(0, |l| l + 1)).max();
+    }
+    // argument-only ops: as late as possible (the lowest level of their users)
+    let mut users: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for &i in &fwd {
+        for o in &f.body[i].operands {
+            if let Some(d) = fwd_def(o) {
+                users[d].push(i);
+            }
+        }
+    }
+    let mut key: Vec<usize> = vec![usize::MAX; n];
+    for &i in fwd.iter().rev() {
+        key[i] = match level[i] {
+            Some(l) => l,
+            None => users[i].iter().map(|&u| key[u]).min().unwrap_or(usize::MAX),
+        };
+    }
+    let mut order = fwd.clone();
+    order.sort_by_key(|&i| (key[i], i));
+    if order == fwd {
+        return None;
+    }
+    let mut g = f.clone();
+    for (&pos, &src) in fwd.iter().zip(&order) {
+        g.body[pos] = f.body[src].clone();
+    }
+    // a valid schedule: every operand defined before its use
+    let mut defined = vec![false; g.values.len()];
+    for p in &g.params {
+        defined[p.value.index()] = true;
+    }
+    for op in &g.body {
+        if op.operands.iter().any(|o| !defined[o.index()]) {
+            return None;
+        }
+        if let Some(r) = op.result {
+            defined[r.index()] = true;
+        }
+    }
+    Some(g)
+}

@@ -14,7 +14,23 @@
 // SQRT: error: remat{mode=sqrt}: budget 100 B is infeasible for @mlp_grad
 
 // RUN: not ckopt-opt %s --pass-pipeline='autodiff,remat{mode=optimal}' 2>&1 | FileCheck %s --check-prefix=NOBUDGET
-// NOBUDGET: error: remat{mode=optimal} needs budget=BYTES (e.g. budget=48MiB) for @mlp_grad
+// NOBUDGET: error: remat{mode=optimal} needs budget=BYTES or device_budget=BYTES (e.g. budget=48MiB) for @mlp_grad
+
+/// device_budget counts the arguments (here 14 tensors: 544 B) and the arena.
+/// Below the arguments alone: the option is named. Infeasible: the smallest
+/// feasible total found is named (the unit tests rerun with it).
+// RUN: not ckopt-opt %s --pass-pipeline='autodiff,remat{mode=greedy device_budget=500B}' 2>&1 | FileCheck %s --check-prefix=DEVARGS
+// DEVARGS: error: option 'device_budget' of pass 'remat': 500 B is below the arguments of @mlp_grad alone (544 B)
+// RUN: not ckopt-opt %s --pass-pipeline='autodiff,remat{mode=greedy device_budget=560B}' 2>&1 | FileCheck %s --check-prefix=DEV
+// DEV: error: remat{mode=greedy}: device budget 560 B is infeasible for @mlp_grad: the smallest feasible total found is {{[1-9].*}} (arguments 544 B + arena
+// RUN: not ckopt-opt %s --pass-pipeline='remat{device_budget=0}' 2>&1 | FileCheck %s --check-prefix=ZERO
+// ZERO: error: option 'device_budget' of pass 'remat' must be more than 0 bytes
+// RUN: not ckopt-opt %s --pass-pipeline='remat{budget=0MiB}' 2>&1 | FileCheck %s --check-prefix=ZERO2
+// ZERO2: error: option 'budget' of pass 'remat' must be more than 0 bytes
+// RUN: not ckopt-opt %s --pass-pipeline='remat{device_budget=lots}' 2>&1 | FileCheck %s --check-prefix=DEVBYTES
+// DEVBYTES: error: option 'device_budget' of pass 'remat': unknown byte unit 'lots'
+// RUN: not ckopt-opt %s --pass-pipeline='remat{align=48}' 2>&1 | FileCheck %s --check-prefix=ALIGN
+// ALIGN: error: option 'align' of pass 'remat' must be a power of two, got 48
 
 // RUN: not ckopt-opt %s --pass-pipeline='remat{mode=fast}' 2>&1 | FileCheck %s --check-prefix=MODE
 // MODE: error: option 'mode' of pass 'remat' must be none, sqrt, greedy, log or optimal, got 'fast'
@@ -23,7 +39,7 @@
 // RUN: not ckopt-opt %s --pass-pipeline='remat{k=0}' 2>&1 | FileCheck %s --check-prefix=K
 // K: error: option 'k' of pass 'remat' must be at least 1
 // RUN: not ckopt-opt %s --pass-pipeline='remat{fanout=2}' 2>&1 | FileCheck %s --check-prefix=UNKNOWN
-// UNKNOWN: error: pass 'remat' has no option 'fanout'; valid options: mode, budget, search, k
+// UNKNOWN: error: pass 'remat' has no option 'fanout'; valid options: mode, budget, device_budget, align, search, threshold, k
 
 module {
   func.func @mlp(%x: tensor<2x4xf32>, %target: tensor<2x4xf32>, %w0: tensor<4x4xf32> {ck.param}, %b0: tensor<4xf32> {ck.param}, %w1: tensor<4x4xf32> {ck.param}, %b1: tensor<4xf32> {ck.param}, %w2: tensor<4x4xf32> {ck.param}, %b2: tensor<4xf32> {ck.param}, %w3: tensor<4x4xf32> {ck.param}, %b3: tensor<4xf32> {ck.param}, %w4: tensor<4x4xf32> {ck.param}, %b4: tensor<4xf32> {ck.param}, %w5: tensor<4x4xf32> {ck.param}, %b5: tensor<4xf32> {ck.param}) -> tensor<f32> {

@@ -100,6 +100,13 @@
 // RUN: ckopt-run %t.transformer.optimal.ck --func transformer_grad --seed 5 --arena --outputs %t.transformer.optimal.json
 // RUN: diff %t.transformer.base.json %t.transformer.optimal.json
 
+/// The optimal budgets force recompute: at least one op is recomputed.
+// RUN: grep -c ck.recompute %t.mlp.optimal.ck
+// RUN: grep -c ck.recompute %t.resmlp.optimal.ck
+// RUN: grep -c ck.recompute %t.lstm.optimal.ck
+// RUN: grep -c ck.recompute %t.resnet.optimal.ck
+// RUN: grep -c ck.recompute %t.transformer.optimal.ck
+
 /// At least one op is recomputed in each model under sqrt.
 // RUN: grep -c ck.recompute %t.mlp.sqrt.ck
 // RUN: grep -c ck.recompute %t.resmlp.sqrt.ck
