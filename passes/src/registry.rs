@@ -144,10 +144,12 @@ impl OptionKind {
         let OptionKind::Number { min, max } = *self else { return String::new() };
         match (min, max) {
             (Bound::Unbounded, Bound::Unbounded) => "a finite number".into(),
-            (Bound::Open(a), Bound::Unbounded) if a == 0.0 => "a positive number".into(),
-            (Bound::Closed(a), Bound::Unbounded) if a == 0.0 => "a non-negative number".into(),
-            (Bound::Open(a), Bound::Unbounded) => format!("a number > {a}"),
-            (Bound::Closed(a), Bound::Unbounded) => format!("a number >= {a}"),
+            (Bound::Open(a), Bound::Unbounded) => {
+                if a == 0.0 { "a positive number".into() } else { format!("a number > {a}") }
+            }
+            (Bound::Closed(a), Bound::Unbounded) => {
+                if a == 0.0 { "a non-negative number".into() } else { format!("a number >= {a}") }
+            }
             (Bound::Unbounded, Bound::Open(b)) => format!("a number < {b}"),
             (Bound::Unbounded, Bound::Closed(b)) => format!("a number <= {b}"),
             (lo, hi) => {
