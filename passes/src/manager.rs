@@ -83,6 +83,13 @@ impl PassOptions {
             Some(_) => Err(self.wrong_kind(key, "a number")),
         }
     }
+    /// A `Number` option used as f32: the rounded value is checked against
+    /// the declared range too (`momentum=0.999999999` rounds to 1).
+    pub fn number_f32(&self, key: &str) -> Result<f32, String> {
+        let x = self.number(key)? as f32;
+        self.info(key)?.kind.parse(&self.pass, key, &x.to_string())?;
+        Ok(x)
+    }
     /// A `Bytes` option (`None` when unset): `1048576`, `64KiB`, `48MiB`, `2GiB`, `10MB`.
     pub fn bytes(&self, key: &str) -> Result<Option<u64>, String> {
         match self.value(key)? {
@@ -605,6 +612,9 @@ mod tests {
         let sgd = pass_info("sgd").expect("sgd is registered");
         let lr: f64 = sgd.option("lr").map(|o| o.default).unwrap_or_default().parse().unwrap();
         assert_eq!(PassOptions::new("sgd").number("lr"), Ok(lr));
+        let o = &split_pipeline("sgd{lr=1e40 momentum=0.999999999}").unwrap()[0];
+        assert_eq!(o.number_f32("lr"), Err("option 'lr' of pass 'sgd' must be a positive number, got inf".to_string()));
+        assert_eq!(o.number_f32("momentum"), Err("option 'momentum' of pass 'sgd' must be in [0, 1), got 1".to_string()));
     }
     /// Values are checked against their kind when the pipeline is parsed.
     #[test]

@@ -261,7 +261,7 @@ impl Pass for SgdPass {
 /// Reads the options; defaults and value checks (`lr` > 0, `momentum` in
 /// [0, 1)) come from sgd's record in the registry.
 pub fn parse_options(o: &PassOptions) -> Result<SgdOptions, String> {
-    Ok(SgdOptions { lr: o.number("lr")? as f32, momentum: o.number("momentum")? as f32, func: o.func_name("func")? })
+    Ok(SgdOptions { lr: o.number_f32("lr")?, momentum: o.number_f32("momentum")?, func: o.func_name("func")? })
 }
 
 pub fn build(o: &PassOptions) -> Result<Box<dyn Pass>, String> {
