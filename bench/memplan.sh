@@ -62,7 +62,7 @@ for line in open(f"{tmp}/ip.ck"):
         saved += 4 * n
 ff = None
 for line in open(f"{tmp}/t2.txt"):
-    mm = re.search(r"\(S\) (\d+) @" + re.escape(g) + r": arena bytes \(first-fit baseline\)", line)
+    mm = re.search(r"\(S\) (\d+) @" + re.escape(g) + r" first-fit-arena-bytes\b", line)
     if mm:
         ff = int(mm.group(1))
 if ff is None:

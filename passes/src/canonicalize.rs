@@ -200,9 +200,9 @@ impl Pass for Canonicalize {
             total.rewritten += s.rewritten;
             total.erased += s.erased;
         }
-        stats.add("num-folded - ops replaced by an existing value", total.folded);
-        stats.add("num-rewritten - ops rewritten into a simpler op", total.rewritten);
-        stats.add("num-erased - dead ops erased", total.erased);
+        stats.add("num-folded", total.folded);
+        stats.add("num-rewritten", total.rewritten);
+        stats.add("num-erased", total.erased);
         Ok(())
     }
 }

@@ -95,7 +95,7 @@ struct Cse;
 impl Pass for Cse {
     fn run(&self, module: &mut Module, stats: &mut Statistics) -> Result<(), Diags> {
         let removed: usize = module.funcs.iter_mut().map(cse).sum();
-        stats.add("num-cse'd - ops merged into an identical earlier op", removed);
+        stats.add("num-cse'd", removed);
         Ok(())
     }
 }

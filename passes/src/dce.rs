@@ -29,7 +29,7 @@ struct Dce;
 impl Pass for Dce {
     fn run(&self, module: &mut Module, stats: &mut Statistics) -> Result<(), Diags> {
         let removed: usize = module.funcs.iter_mut().map(dce).sum();
-        stats.add("num-dce'd - ops removed", removed);
+        stats.add("num-dce'd", removed);
         Ok(())
     }
 }

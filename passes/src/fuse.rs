@@ -175,12 +175,12 @@ struct Fuse;
 impl Pass for Fuse {
     fn run(&self, module: &mut Module, stats: &mut Statistics) -> Result<(), Diags> {
         for (name, s) in fuse_module(module) {
-            stats.add(&format!("@{name}: kernels before"), s.kernels_before);
-            stats.add(&format!("@{name}: kernels after"), s.kernels_after);
-            stats.add(&format!("@{name}: fusion groups"), s.groups);
-            stats.add(&format!("@{name}: values not materialized"), s.internal_values);
-            stats.add(&format!("@{name}: bytes not materialized"), s.internal_bytes);
-            stats.add(&format!("@{name}: in-place marks dropped"), s.inplace_dropped);
+            stats.add_func(&name, "kernels-before", s.kernels_before);
+            stats.add_func(&name, "kernels-after", s.kernels_after);
+            stats.add_func(&name, "fusion-groups", s.groups);
+            stats.add_func(&name, "values-not-materialized", s.internal_values);
+            stats.add_func(&name, "bytes-not-materialized", s.internal_bytes);
+            stats.add_func(&name, "inplace-marks-dropped", s.inplace_dropped);
         }
         Ok(())
     }

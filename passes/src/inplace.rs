@@ -186,34 +186,35 @@ impl crate::manager::Pass for InplacePass {
         for f in &mut module.funcs {
             let r = inplace_func(f, self.limits);
             let n = &f.name;
-            stats.add(&format!("@{n}: e-graph stop reason"), &r.sat.stop_reason);
-            stats.add(&format!("@{n}: e-graph iterations"), r.sat.iterations);
-            stats.add(&format!("@{n}: e-nodes"), r.sat.enodes);
-            stats.add(&format!("@{n}: e-classes"), r.sat.eclasses);
+            stats.add_func(n, "e-graph-stop-reason", &r.sat.stop_reason);
+            stats.add_func(n, "e-graph-iterations", r.sat.iterations);
+            stats.add_func(n, "e-nodes", r.sat.enodes);
+            stats.add_func(n, "e-classes", r.sat.eclasses);
             for (rule, count) in &r.sat.applied {
                 if *count > 0 {
-                    stats.add(&format!("@{n}: rewrite {rule} applied"), count);
+                    stats.add_func(n, &format!("rewrite-applied[{rule}]"), count);
                 }
             }
-            stats.add(&format!("@{n}: ops simplified away"), r.sat.ops_removed);
-            stats.add(&format!("@{n}: ops replaced by simpler ones"), r.sat.ops_replaced);
-            stats.add(&format!("@{n}: ops in place"), r.inplace_ops);
-            stats.add(&format!("@{n}: in-place forms refused by the side condition"), r.refused);
+            stats.add_func(n, "ops-simplified-away", r.sat.ops_removed);
+            stats.add_func(n, "ops-replaced", r.sat.ops_replaced);
+            stats.add_func(n, "ops-in-place", r.inplace_ops);
+            stats.add_func(n, "inplace-forms-refused", r.refused);
         }
         Ok(())
     }
 }
 
+/// The runner limits from the pass options (`eqsat::Limits::default()`
+/// is this on no options: the registry's defaults).
+pub fn parse_limits(opts: &crate::manager::PassOptions) -> Result<crate::eqsat::Limits, String> {
+    Ok(crate::eqsat::Limits {
+        node_limit: usize::try_from(opts.int("node-limit")?).unwrap_or(usize::MAX),
+        iter_limit: usize::try_from(opts.int("iter-limit")?).unwrap_or(usize::MAX),
+        time_limit: std::time::Duration::from_millis(opts.int("time-limit-ms")?),
+    })
+}
+
 /// Registry constructor: reads the runner limits.
 pub fn build(opts: &crate::manager::PassOptions) -> Result<Box<dyn crate::manager::Pass>, String> {
-    let d = crate::eqsat::Limits::default();
-    let node_limit = opts.u64("node-limit", d.node_limit as u64)?;
-    let iter_limit = opts.u64("iter-limit", d.iter_limit as u64)?;
-    let ms = opts.u64("time-limit-ms", d.time_limit.as_millis() as u64)?;
-    let limits = crate::eqsat::Limits {
-        node_limit: usize::try_from(node_limit).unwrap_or(usize::MAX),
-        iter_limit: usize::try_from(iter_limit).unwrap_or(usize::MAX),
-        time_limit: std::time::Duration::from_millis(ms),
-    };
-    Ok(Box::new(InplacePass { limits }))
+    Ok(Box::new(InplacePass { limits: parse_limits(opts)? }))
 }

@@ -9,12 +9,19 @@
 //! With verify-each on (the default), the module is verified after every
 //! pass and errors are labelled "after pass X" (as rustc's MIR validator).
 
-use crate::registry::{PassInfo, registry};
+use crate::registry::{OptionInfo, OptionValue, PassInfo, pass_info, registry};
 use ckopt_ir::{Diag, Diags, Loc, Module, verify_module};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 /// Options given to one pass instance, as written (`key=value`).
+///
+/// Passes read them with the typed getters (`int`, `flag`, `number`,
+/// `bytes`, `choice`, `func_name`, `indices`), which parse the value given
+/// or else the default declared in the pass's record (`registry.rs`, the
+/// one place a default is written). Values are checked against their
+/// option's kind when the pipeline is parsed (`parse_pipeline`); a getter
+/// parses again, so an error is the same if a pass is built directly.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct PassOptions {
     pub pass: String,
@@ -22,39 +29,99 @@ pub struct PassOptions {
 }
 
 impl PassOptions {
+    /// No options given to `pass`: every getter returns the record's default.
+    pub fn new(pass: &str) -> Self {
+        PassOptions { pass: pass.to_string(), values: BTreeMap::new() }
+    }
+    /// The value as written, if given.
     pub fn get(&self, key: &str) -> Option<&str> {
         self.values.get(key).map(String::as_str)
     }
-    pub fn string(&self, key: &str, default: &str) -> String {
-        self.get(key).unwrap_or(default).to_string()
+    /// The declared option `key` of this pass.
+    pub fn info(&self, key: &str) -> Result<&'static OptionInfo, String> {
+        let p = pass_info(&self.pass).ok_or_else(|| format!("unknown pass '{}'", self.pass))?;
+        p.options.iter().find(|o| o.name == key).ok_or_else(|| format!("pass '{}' has no option '{key}'", self.pass))
     }
-    pub fn u64(&self, key: &str, default: u64) -> Result<u64, String> {
-        match self.get(key) {
-            None => Ok(default),
-            Some(v) => v
-                .parse()
-                .map_err(|_| format!("option '{key}' of pass '{}' expects a non-negative integer, got '{v}'", self.pass)),
+    /// The value given, or the declared default (`None` when that is unset),
+    /// parsed with the option's kind.
+    pub fn value(&self, key: &str) -> Result<Option<OptionValue>, String> {
+        let info = self.info(key)?;
+        let text = self.get(key).unwrap_or(info.default);
+        if self.get(key).is_none() && text.is_empty() {
+            return Ok(None);
+        }
+        info.kind.parse(&self.pass, key, text).map(Some)
+    }
+    fn wrong_kind(&self, key: &str, want: &str) -> String {
+        let kind = self.info(key).map(|o| o.kind.to_string()).unwrap_or_default();
+        format!("option '{key}' of pass '{}' is declared {kind}, not read as {want}", self.pass)
+    }
+    fn unset(&self, key: &str) -> String {
+        format!("option '{key}' of pass '{}' has no default and was not given", self.pass)
+    }
+    /// A `Bool` option.
+    pub fn flag(&self, key: &str) -> Result<bool, String> {
+        match self.value(key)? {
+            Some(OptionValue::Bool(b)) => Ok(b),
+            None => Err(self.unset(key)),
+            Some(_) => Err(self.wrong_kind(key, "a bool")),
         }
     }
-    pub fn f64(&self, key: &str, default: f64) -> Result<f64, String> {
-        match self.get(key) {
-            None => Ok(default),
-            Some(v) => v
-                .parse()
-                .map_err(|_| format!("option '{key}' of pass '{}' expects a number, got '{v}'", self.pass)),
+    /// An `Int` or `PowerOfTwo` option.
+    pub fn int(&self, key: &str) -> Result<u64, String> {
+        match self.value(key)? {
+            Some(OptionValue::Int(n)) => Ok(n),
+            None => Err(self.unset(key)),
+            Some(_) => Err(self.wrong_kind(key, "an integer")),
         }
     }
-    pub fn bool(&self, key: &str, default: bool) -> Result<bool, String> {
-        match self.get(key) {
-            None => Ok(default),
-            Some("true") | Some("1") => Ok(true),
-            Some("false") | Some("0") => Ok(false),
-            Some(v) => Err(format!("option '{key}' of pass '{}' expects true or false, got '{v}'", self.pass)),
+    /// A `Number` option.
+    pub fn number(&self, key: &str) -> Result<f64, String> {
+        match self.value(key)? {
+            Some(OptionValue::Number(x)) => Ok(x),
+            None => Err(self.unset(key)),
+            Some(_) => Err(self.wrong_kind(key, "a number")),
         }
     }
-    /// A byte count with an optional unit: `1048576`, `64KiB`, `48MiB`, `2GiB` (also KB/MB/GB = 10^3..).
+    /// A `Number` option used as f32: the rounded value is checked against
+    /// the declared range too (`momentum=0.999999999` rounds to 1).
+    pub fn number_f32(&self, key: &str) -> Result<f32, String> {
+        let x = self.number(key)? as f32;
+        self.info(key)?.kind.parse(&self.pass, key, &x.to_string())?;
+        Ok(x)
+    }
+    /// A `Bytes` option (`None` when unset): `1048576`, `64KiB`, `48MiB`, `2GiB`, `10MB`.
     pub fn bytes(&self, key: &str) -> Result<Option<u64>, String> {
-        self.get(key).map(|v| parse_bytes(v).map_err(|e| format!("option '{key}' of pass '{}': {e}", self.pass))).transpose()
+        match self.value(key)? {
+            Some(OptionValue::Bytes(n)) => Ok(Some(n)),
+            None => Ok(None),
+            Some(_) => Err(self.wrong_kind(key, "a byte count")),
+        }
+    }
+    /// A `Choice` option: the word, as declared.
+    pub fn choice(&self, key: &str) -> Result<&'static str, String> {
+        match self.value(key)? {
+            Some(OptionValue::Choice(w)) => Ok(w),
+            None => Err(self.unset(key)),
+            Some(_) => Err(self.wrong_kind(key, "a choice")),
+        }
+    }
+    /// A `FuncName` option, without `@` (`None` when unset).
+    pub fn func_name(&self, key: &str) -> Result<Option<String>, String> {
+        match self.value(key)? {
+            Some(OptionValue::Func(f)) => Ok(Some(f)),
+            None => Ok(None),
+            Some(_) => Err(self.wrong_kind(key, "a function name")),
+        }
+    }
+    /// An `Indices` option: `None` for `all`.
+    pub fn indices(&self, key: &str) -> Result<Option<Vec<usize>>, String> {
+        match self.value(key)? {
+            Some(OptionValue::Indices(v)) => Ok(Some(v)),
+            Some(OptionValue::All) => Ok(None),
+            None => Err(self.unset(key)),
+            Some(_) => Err(self.wrong_kind(key, "indices")),
+        }
     }
 }
 
@@ -83,21 +150,54 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
 
 /// Statistics reported by passes (`--pass-statistics`).
 ///
-/// A statistic is named `key - description` by convention, as in MLIR.
-/// Reports of the same (pass, key) are summed when numeric (a pipeline run
-/// over several `--split-input-file` cases gives one total).
+/// Every statistic a pass reports is declared in its record
+/// (`registry::StatInfo`): a kebab-case name and a help text, rendered as
+/// MLIR does, `(S) VALUE NAME - HELP`. A statistic of one function has the
+/// function as its scope (`add_func`), shown before the name:
+/// `(S) 123 @f temp-peak-bytes-before - temp peak before the rewrite`.
+/// Reports of the same (pass, scope, name) are summed when numeric (a
+/// pipeline run over several `--split-input-file` cases gives one total).
 #[derive(Clone, Debug, Default)]
 pub struct Statistics {
-    /// (pass, statistic, value) in the order reported.
-    pub entries: Vec<(String, String, String)>,
+    /// Everything reported, in order.
+    pub entries: Vec<StatEntry>,
     /// Passes that ran, in order of their first run (listed even without statistics).
     pub passes: Vec<String>,
     current: String,
 }
 
+/// One report of a statistic.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StatEntry {
+    pub pass: String,
+    /// The function it is about (without `@`); `None` for the whole module.
+    pub func: Option<String>,
+    /// The declared name, possibly with a `[qualifier]`.
+    pub name: String,
+    pub value: String,
+}
+
+impl StatEntry {
+    /// `@f name`, or `name` for a module statistic.
+    pub fn label(&self) -> String {
+        match &self.func {
+            Some(f) => format!("@{f} {}", self.name),
+            None => self.name.clone(),
+        }
+    }
+}
+
 impl Statistics {
+    /// A statistic of the whole module.
     pub fn add(&mut self, name: &str, value: impl ToString) {
-        self.entries.push((self.current.clone(), name.to_string(), value.to_string()));
+        self.push(None, name, value.to_string());
+    }
+    /// A statistic of function `func` (shown `@func name`).
+    pub fn add_func(&mut self, func: &str, name: &str, value: impl ToString) {
+        self.push(Some(func.to_string()), name, value.to_string());
+    }
+    fn push(&mut self, func: Option<String>, name: &str, value: String) {
+        self.entries.push(StatEntry { pass: self.current.clone(), func, name: name.to_string(), value });
     }
     pub fn set_pass(&mut self, pass: &str) {
         self.current = pass.to_string();
@@ -105,36 +205,61 @@ impl Statistics {
             self.passes.push(pass.to_string());
         }
     }
-    /// (statistic, value) of one pass, summed over its runs where numeric.
-    pub fn summary(&self, pass: &str) -> Vec<(String, String)> {
-        let mut out: Vec<(String, String)> = Vec::new();
-        for (_, k, v) in self.entries.iter().filter(|(p, _, _)| p == pass) {
-            match out.iter_mut().find(|(k2, _)| k2 == k) {
-                Some((_, v2)) => {
-                    if let (Ok(a), Ok(b)) = (v2.parse::<u64>(), v.parse::<u64>()) {
-                        *v2 = a.saturating_add(b).to_string();
+    /// The entries of one pass, summed over its runs where numeric.
+    pub fn summed(&self, pass: &str) -> Vec<StatEntry> {
+        let mut out: Vec<StatEntry> = Vec::new();
+        for e in self.entries.iter().filter(|e| e.pass == pass) {
+            match out.iter_mut().find(|o| o.func == e.func && o.name == e.name) {
+                Some(o) => {
+                    if let (Ok(a), Ok(b)) = (o.value.parse::<u64>(), e.value.parse::<u64>()) {
+                        o.value = a.saturating_add(b).to_string();
                     } else {
-                        *v2 = v.clone();
+                        o.value = e.value.clone();
                     }
                 }
-                None => out.push((k.clone(), v.clone())),
+                None => out.push(e.clone()),
             }
         }
         out
     }
-    /// Text like mlir-opt's `--mlir-pass-statistics`.
+    /// (`@f name` or `name`, value) of one pass, summed over its runs where numeric.
+    pub fn summary(&self, pass: &str) -> Vec<(String, String)> {
+        self.summed(pass).into_iter().map(|e| (e.label(), e.value)).collect()
+    }
+    /// Reports whose name the pass's record does not declare, as `pass: name`
+    /// (statistics of passes outside the registry are not checked).
+    pub fn undeclared(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for e in &self.entries {
+            if let Some(p) = pass_info(&e.pass)
+                && p.statistic(&e.name).is_none()
+            {
+                let s = format!("{}: {}", e.pass, e.name);
+                if !out.contains(&s) {
+                    out.push(s);
+                }
+            }
+        }
+        out
+    }
+    /// Text like mlir-opt's `--mlir-pass-statistics`: per pass,
+    /// `(S) VALUE [@FUNC ]NAME - HELP` with the declared help.
     pub fn render(&self) -> String {
         let mut out = String::from("===-------------------------------------------------------------------------===\n                         ... Pass statistics report ...\n===-------------------------------------------------------------------------===\n");
         let mut passes = self.passes.clone();
-        for (p, _, _) in &self.entries {
-            if !passes.contains(p) {
-                passes.push(p.clone());
+        for e in &self.entries {
+            if !passes.contains(&e.pass) {
+                passes.push(e.pass.clone());
             }
         }
         for p in &passes {
             out.push_str(&format!("{p}\n"));
-            for (k, v) in self.summary(p) {
-                out.push_str(&format!("  (S) {v} {k}\n"));
+            let info = pass_info(p);
+            for e in self.summed(p) {
+                match info.and_then(|i| i.statistic(&e.name)) {
+                    Some(s) => out.push_str(&format!("  (S) {} {} - {}\n", e.value, e.label(), s.help)),
+                    None => out.push_str(&format!("  (S) {} {}\n", e.value, e.label())),
+                }
             }
         }
         out
@@ -253,7 +378,7 @@ pub struct PipelineEntry {
     pub pass: Box<dyn Pass>,
 }
 
-/// Looks every pass up in the registry and checks option names.
+/// Looks every pass up in the registry and checks option names and values.
 pub fn parse_pipeline(text: &str) -> Result<Vec<PipelineEntry>, String> {
     let mut out = Vec::new();
     for opts in split_pipeline(&strip_anchors(text)?)? {
@@ -269,6 +394,12 @@ pub fn parse_pipeline(text: &str) -> Result<Vec<PipelineEntry>, String> {
                 } else {
                     format!("pass '{}' has no option '{k}'; valid options: {}", info.name, names.join(", "))
                 });
+            }
+        }
+        // Every value given is checked against its option's kind here, once.
+        for (k, v) in &opts.values {
+            if let Some(o) = info.option(k) {
+                o.kind.parse(info.name, k, v)?;
             }
         }
         let pass = (info.build)(&opts)?;
@@ -403,7 +534,7 @@ mod tests {
         s.add("num-cse'd", 3);
         assert_eq!(s.summary("cse"), vec![("num-cse'd".to_string(), "5".to_string())]);
         let r = s.render();
-        assert!(r.contains("cse\n  (S) 5 num-cse'd\n"), "{r}");
+        assert!(r.contains("cse\n  (S) 5 num-cse'd - ops merged into an identical earlier op\n"), "{r}");
         assert!(r.contains("dce\n"), "{r}");
     }
     /// A pass that breaks the IR is caught by verify-each, and the error
@@ -423,6 +554,7 @@ mod tests {
             name: "breaker",
             summary: "test pass",
             options: &[],
+            statistics: &[],
             build: |_| Ok(Box::new(Breaker)),
         };
         let mk = || PipelineEntry { info: &INFO, options: PassOptions::default(), pass: Box::new(Breaker) };
@@ -460,6 +592,60 @@ mod tests {
         let e = parse_pipeline("dce{x=1}").err().expect("unknown option");
         assert!(e.contains("pass 'dce' has no option 'x'"), "{e}");
         assert!(parse_pipeline("").map(|p| p.is_empty()).unwrap_or(false));
+    }
+    /// The getters read the record's defaults, and the given values.
+    #[test]
+    fn getters_read_given_values_or_the_declared_defaults() {
+        let d = PassOptions::new("remat");
+        let info = pass_info("remat").expect("remat is registered");
+        assert_eq!(d.choice("mode"), Ok(info.option("mode").map(|o| o.default).unwrap_or_default()));
+        assert_eq!(d.bytes("budget"), Ok(None));
+        assert!(d.flag("search").is_ok() && d.int("k").is_ok());
+        assert!(d.int("mode").is_err(), "a choice is not an integer");
+        assert!(d.int("fanout").is_err(), "undeclared option");
+        let o = &split_pipeline("remat{mode=log k=3 budget=1KiB search=false}").unwrap()[0];
+        assert_eq!((o.choice("mode"), o.int("k"), o.bytes("budget"), o.flag("search")), (Ok("log"), Ok(3), Ok(Some(1024)), Ok(false)));
+        let o = &split_pipeline("autodiff{wrt=0,2 func=@f}").unwrap()[0];
+        assert_eq!((o.indices("wrt"), o.func_name("func")), (Ok(Some(vec![0, 2])), Ok(Some("f".to_string()))));
+        assert_eq!(PassOptions::new("autodiff").indices("wrt"), Ok(None));
+        assert_eq!(PassOptions::new("sgd").func_name("func"), Ok(None));
+        let sgd = pass_info("sgd").expect("sgd is registered");
+        let lr: f64 = sgd.option("lr").map(|o| o.default).unwrap_or_default().parse().unwrap();
+        assert_eq!(PassOptions::new("sgd").number("lr"), Ok(lr));
+        let o = &split_pipeline("sgd{lr=1e40 momentum=0.999999999}").unwrap()[0];
+        assert_eq!(o.number_f32("lr"), Err("option 'lr' of pass 'sgd' must be a positive number, got inf".to_string()));
+        assert_eq!(o.number_f32("momentum"), Err("option 'momentum' of pass 'sgd' must be in [0, 1), got 1".to_string()));
+    }
+    /// Values are checked against their kind when the pipeline is parsed.
+    #[test]
+    fn pipeline_parse_checks_values_against_their_kind() {
+        let err = |p: &str| parse_pipeline(p).err().unwrap_or_else(|| panic!("{p} parses"));
+        assert_eq!(err("remat{k=0}"), "option 'k' of pass 'remat' must be at least 1");
+        assert_eq!(err("remat{k=x}"), "option 'k' of pass 'remat' expects a non-negative integer, got 'x'");
+        assert_eq!(err("memplan{align=48}"), "option 'align' of pass 'memplan' must be a power of two, got 48");
+        assert_eq!(err("memplan{check=maybe}"), "option 'check' of pass 'memplan' expects true or false, got 'maybe'");
+        assert_eq!(err("sgd{momentum=1}"), "option 'momentum' of pass 'sgd' must be in [0, 1), got 1");
+        assert_eq!(err("sgd{lr=0}"), "option 'lr' of pass 'sgd' must be a positive number, got 0");
+        assert_eq!(err("sgd{func=}"), "option 'func' of pass 'sgd' is empty");
+        assert_eq!(err("remat{mode=fast}"), "option 'mode' of pass 'remat' must be none, sqrt, greedy, log or optimal, got 'fast'");
+        assert_eq!(err("remat{budget=3parsecs}"), "option 'budget' of pass 'remat': unknown byte unit 'parsecs' in '3parsecs' (use B, KiB, MiB, GiB, KB, MB, GB)");
+        assert_eq!(err("autodiff{wrt=x}"), "option 'wrt' of pass 'autodiff' expects 'all' or argument indices like 0,2; got 'x'");
+        assert_eq!(err("inplace{nodes=1}"), "pass 'inplace' has no option 'nodes'; valid options: node-limit, iter-limit, time-limit-ms");
+        assert!(parse_pipeline("remat{mode=greedy search budget=48MiB k=2},sgd{lr=0.5 momentum=0.9},memplan{align=16 check=0}").is_ok());
+    }
+    #[test]
+    fn statistics_render_scope_and_declared_help() {
+        let mut s = Statistics::default();
+        s.set_pass("remat");
+        s.add_func("f", "temp-peak-bytes-before", 123);
+        s.add_func("f", "temp-peak-bytes-before", 1);
+        s.set_pass("inplace");
+        s.add_func("g", "rewrite-applied[mul-one]", 2);
+        s.add("not-declared", 1);
+        let r = s.render();
+        assert!(r.contains("remat\n  (S) 124 @f temp-peak-bytes-before - temp peak before the rewrite\n"), "{r}");
+        assert!(r.contains("  (S) 2 @g rewrite-applied[mul-one] - times a rewrite rule (in brackets) was applied\n"), "{r}");
+        assert_eq!(s.undeclared(), vec!["inplace: not-declared".to_string()]);
     }
     #[test]
     fn byte_units() {

@@ -53,8 +53,11 @@ use ckopt_ir::ops::{ATTR_ARENA_BYTES, ATTR_INPLACE, ATTR_OFFSET};
 use ckopt_ir::{Attr, Diag, Diags, Func, Module};
 use std::collections::BTreeMap;
 
-/// Default alignment of every value in the arena, in bytes.
-pub const DEFAULT_ALIGN: u64 = 64;
+/// Default alignment of every value in the arena, in bytes: the `align`
+/// default of memplan's record in the registry.
+pub fn default_align() -> u64 {
+    PassOptions::new("memplan").int("align").expect("the registry's default of memplan's align parses")
+}
 
 /// One buffer to place: live on op indices `[start, end]`, `size` bytes
 /// (already rounded up to the alignment).
@@ -397,11 +400,11 @@ pub fn memplan_module(m: &mut Module, align: u64, check: bool, stats: &mut Stati
         if check || cfg!(debug_assertions) {
             memplan_check::check_func(f, align)?;
         }
-        stats.add(&format!("@{}: arena bytes (best-fit, the plan)", f.name), p.arena_bytes);
-        stats.add(&format!("@{}: arena bytes (first-fit baseline)", f.name), p.first_fit_bytes);
-        stats.add(&format!("@{}: live peak bytes", f.name), p.peak_bytes);
-        stats.add(&format!("@{}: buffers placed", f.name), p.buffers);
-        stats.add(&format!("@{}: values placed", f.name), p.values);
+        stats.add_func(&f.name, "arena-bytes", p.arena_bytes);
+        stats.add_func(&f.name, "first-fit-arena-bytes", p.first_fit_bytes);
+        stats.add_func(&f.name, "live-peak-bytes", p.peak_bytes);
+        stats.add_func(&f.name, "buffers-placed", p.buffers);
+        stats.add_func(&f.name, "values-placed", p.values);
     }
     Ok(())
 }
@@ -417,13 +420,9 @@ impl Pass for MemplanPass {
     }
 }
 
-/// Registry constructor: validates `align`.
+/// Registry constructor (`align` is a power of two by its kind).
 pub fn build(opts: &PassOptions) -> Result<Box<dyn Pass>, String> {
-    let align = opts.u64("align", DEFAULT_ALIGN)?;
-    if !align.is_power_of_two() {
-        return Err(format!("option 'align' of pass 'memplan' must be a power of two, got {align}"));
-    }
-    Ok(Box::new(MemplanPass { align, check: opts.bool("check", true)? }))
+    Ok(Box::new(MemplanPass { align: opts.int("align")?, check: opts.flag("check")? }))
 }
 
 #[cfg(test)]

@@ -95,15 +95,7 @@ pub struct RematOptions {
 
 impl Default for RematOptions {
     fn default() -> Self {
-        RematOptions {
-            mode: Mode::Sqrt,
-            budget: None,
-            device_budget: None,
-            align: crate::memplan::DEFAULT_ALIGN,
-            search: true,
-            k: 1,
-            threshold: None,
-        }
+        parse_options(&PassOptions::new("remat")).expect("the registry's defaults of remat parse")
     }
 }
 
@@ -412,18 +404,18 @@ impl Pass for RematPass {
         for f in &mut module.funcs {
             match remat_func(f, &self.opts) {
                 Ok(Some(o)) => {
-                    stats.add(&format!("@{} plan", f.name), &o.plan);
-                    stats.add(&format!("@{} stages", f.name), o.stages);
-                    stats.add(&format!("@{} plans measured", f.name), o.plans_tried);
-                    stats.add(&format!("@{} temp peak bytes before", f.name), o.temp_peak_before);
-                    stats.add(&format!("@{} temp peak bytes after", f.name), o.temp_peak_after);
-                    stats.add(&format!("@{} recomputed ops", f.name), o.recomputed_ops);
-                    stats.add(&format!("@{} recompute flops", f.name), o.recompute_flops);
-                    stats.add(&format!("@{} on-demand recomputations", f.name), o.on_demand);
-                    stats.add(&format!("@{} in-place marks dropped", f.name), o.inplace_stripped);
-                    stats.add(&format!("@{} in-place marks added", f.name), o.inplace_added);
+                    stats.add_func(&f.name, "plan", &o.plan);
+                    stats.add_func(&f.name, "stages", o.stages);
+                    stats.add_func(&f.name, "plans-measured", o.plans_tried);
+                    stats.add_func(&f.name, "temp-peak-bytes-before", o.temp_peak_before);
+                    stats.add_func(&f.name, "temp-peak-bytes-after", o.temp_peak_after);
+                    stats.add_func(&f.name, "recomputed-ops", o.recomputed_ops);
+                    stats.add_func(&f.name, "recompute-flops", o.recompute_flops);
+                    stats.add_func(&f.name, "on-demand-recomputations", o.on_demand);
+                    stats.add_func(&f.name, "inplace-marks-dropped", o.inplace_stripped);
+                    stats.add_func(&f.name, "inplace-marks-added", o.inplace_added);
                     if let Some(d) = o.device_bytes {
-                        stats.add(&format!("@{} device bytes", f.name), d);
+                        stats.add_func(&f.name, "device-bytes", d);
                     }
                 }
                 Ok(None) => {}
@@ -441,25 +433,17 @@ fn positive_bytes(o: &PassOptions, key: &str) -> Result<Option<u64>, String> {
     }
 }
 
+/// Reads the options; defaults and value checks come from remat's record in the registry.
 pub fn parse_options(o: &PassOptions) -> Result<RematOptions, String> {
-    let mode_s = o.string("mode", "sqrt");
-    let mode = Mode::parse(&mode_s)
-        .ok_or_else(|| format!("option 'mode' of pass 'remat' must be none, sqrt, greedy, log or optimal, got '{mode_s}'"))?;
-    let k = o.u64("k", 1)?;
-    if k == 0 {
-        return Err("option 'k' of pass 'remat' must be at least 1".into());
-    }
-    let align = o.u64("align", crate::memplan::DEFAULT_ALIGN)?;
-    if !align.is_power_of_two() {
-        return Err(format!("option 'align' of pass 'remat' must be a power of two, got {align}"));
-    }
+    let mode = o.choice("mode")?;
+    let mode = Mode::parse(mode).ok_or_else(|| format!("remat: mode '{mode}' has no plan"))?;
     Ok(RematOptions {
         mode,
         budget: positive_bytes(o, "budget")?,
         device_budget: positive_bytes(o, "device_budget")?,
-        align,
-        search: o.bool("search", true)?,
-        k: k as usize,
+        align: o.int("align")?,
+        search: o.flag("search")?,
+        k: o.int("k")? as usize,
         threshold: o.bytes("threshold")?,
     })
 }

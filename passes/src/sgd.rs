@@ -1,4 +1,4 @@
-//! `sgd{lr=0.01 momentum=0 func=NAME}`: the training step as IR.
+//! `sgd{lr=X momentum=M func=NAME}`: the training step as IR (defaults in the registry).
 //!
 //! What: for a loss function `@X` whose gradient `@X_grad` exists (from
 //! `autodiff`: it returns the loss, then one gradient per trainable argument
@@ -52,9 +52,10 @@ pub struct SgdOptions {
     pub func: Option<String>,
 }
 
+/// The registry's defaults.
 impl Default for SgdOptions {
     fn default() -> Self {
-        SgdOptions { lr: 0.01, momentum: 0.0, func: None }
+        parse_options(&PassOptions::new("sgd")).expect("the registry's defaults of sgd parse")
     }
 }
 
@@ -252,23 +253,15 @@ struct SgdPass {
 impl Pass for SgdPass {
     fn run(&self, module: &mut Module, stats: &mut Statistics) -> Result<(), Diags> {
         let n = sgd(module, &self.opts)?;
-        stats.add("step functions added", n);
+        stats.add("step-functions-added", n);
         Ok(())
     }
 }
 
-/// Parses the options (`lr` > 0 and finite, `momentum` in [0, 1)).
+/// Reads the options; defaults and value checks (`lr` > 0, `momentum` in
+/// [0, 1)) come from sgd's record in the registry.
 pub fn parse_options(o: &PassOptions) -> Result<SgdOptions, String> {
-    let lr = o.f64("lr", 0.01)? as f32;
-    if !(lr.is_finite() && lr > 0.0) {
-        return Err(format!("option 'lr' of pass 'sgd' must be a positive number, got {lr}"));
-    }
-    let momentum = o.f64("momentum", 0.0)? as f32;
-    if !(0.0..1.0).contains(&momentum) {
-        return Err(format!("option 'momentum' of pass 'sgd' must be in [0, 1), got {momentum}"));
-    }
-    let func = o.get("func").filter(|s| !s.is_empty()).map(str::to_string);
-    Ok(SgdOptions { lr, momentum, func })
+    Ok(SgdOptions { lr: o.number_f32("lr")?, momentum: o.number_f32("momentum")?, func: o.func_name("func")? })
 }
 
 pub fn build(o: &PassOptions) -> Result<Box<dyn Pass>, String> {

@@ -48,7 +48,7 @@ pub fn plan_if_needed(module: &mut Module, func: &str, pipeline: &str) -> Result
     let mut one = Module { funcs: vec![f.clone()] };
     let mut pm = crate::PassManager::parse(pipeline).map_err(|m| ckopt_ir::Diags::from(Diag::error(f.loc.clone(), m)))?;
     pm.run(&mut one)?;
-    crate::memplan_check::check_func(&one.funcs[0], crate::memplan::DEFAULT_ALIGN)?;
+    crate::memplan_check::check_func(&one.funcs[0], crate::memplan::default_align())?;
     if let (Some(slot), Some(planned)) = (module.func_mut(func), one.funcs.pop()) {
         *slot = planned;
     }

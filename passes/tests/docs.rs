@@ -1,11 +1,14 @@
 //! docs/passes.md is checked against the pass registry
-//! (`passes/src/registry.rs`), so documented options and defaults cannot
-//! drift from what the pipeline parser accepts: every registered pass has a
-//! `## \`NAME\`` section, each section's option table (the rows after a
-//! `| option | default | ...` header) lists exactly the pass's options in
-//! registry order with the registry's default (`—` for an empty default),
-//! a pass without options says "No options.", and no section documents a
-//! pass the registry lacks.
+//! (`passes/src/registry.rs`, the source of truth), so documented options,
+//! defaults and statistics cannot drift from what the passes do: every
+//! registered pass has a `## \`NAME\`` section; each section's option table
+//! (the rows after a `| option | default | values | ...` header) lists
+//! exactly the pass's options in registry order with the registry's default
+//! (`—` for an unset one) and kind (as `--list-passes` shows it); a pass
+//! without options says "No options."; each section's statistics table (the
+//! rows after a `| statistic | meaning |` header) lists exactly the pass's
+//! declared statistics with their help text; and no section documents a pass
+//! the registry lacks.
 
 use ckopt_passes::registry::registry;
 use std::path::PathBuf;
@@ -36,13 +39,14 @@ fn sections(doc: &str) -> Vec<(String, String)> {
     out.into_iter().filter(|(n, _)| !n.is_empty()).collect()
 }
 
-/// (option, default) rows of the option table of a section.
-fn option_rows(section: &str) -> Vec<(String, String)> {
+/// Rows (first `n` cells, backticks trimmed from the first) of the tables
+/// whose header starts with `head`.
+fn table_rows(section: &str, head: &[&str], n: usize) -> Vec<Vec<String>> {
     let mut rows = Vec::new();
     let mut in_table = false;
     for line in section.lines() {
         let c = cells(line);
-        if c.len() >= 2 && c[0] == "option" && c[1] == "default" {
+        if c.len() >= head.len() && c.iter().zip(head).all(|(a, b)| a == b) {
             in_table = true;
             continue;
         }
@@ -51,14 +55,16 @@ fn option_rows(section: &str) -> Vec<(String, String)> {
             continue;
         }
         if in_table && !c[0].starts_with("---") {
-            rows.push((c[0].trim_matches('`').to_string(), c[1].clone()));
+            let mut r: Vec<String> = c.into_iter().take(n).collect();
+            r[0] = r[0].trim_matches('`').to_string();
+            rows.push(r);
         }
     }
     rows
 }
 
 #[test]
-fn every_pass_and_option_default_is_documented_as_registered() {
+fn every_pass_option_and_statistic_is_documented_as_registered() {
     let doc = passes_md();
     let secs = sections(&doc);
     let mut problems = Vec::new();
@@ -67,14 +73,22 @@ fn every_pass_and_option_default_is_documented_as_registered() {
             problems.push(format!("pass '{}': no '## `{}`' section", p.name, p.name));
             continue;
         };
-        let got = option_rows(body);
-        let want: Vec<(String, String)> = p
+        let got = table_rows(body, &["option", "default", "values"], 3);
+        let want: Vec<Vec<String>> = p
             .options
             .iter()
-            .map(|o| (o.name.to_string(), if o.default.is_empty() { "—".to_string() } else { format!("`{}`", o.default) }))
+            .map(|o| {
+                let default = if o.default.is_empty() { "—".to_string() } else { format!("`{}`", o.default) };
+                vec![o.name.to_string(), default, format!("`{}`", o.kind)]
+            })
             .collect();
         if got != want {
             problems.push(format!("pass '{}': documented options {got:?}, the registry has {want:?}", p.name));
+        }
+        let got = table_rows(body, &["statistic", "meaning"], 2);
+        let want: Vec<Vec<String>> = p.statistics.iter().map(|s| vec![s.name.to_string(), s.help.to_string()]).collect();
+        if got != want {
+            problems.push(format!("pass '{}': documented statistics {got:?}, the registry has {want:?}", p.name));
         }
         if p.options.is_empty() && !body.contains("No options.") {
             problems.push(format!("pass '{}' takes no options; its section should say \"No options.\"", p.name));

@@ -78,17 +78,16 @@ use emit::{Adj, Contrib, Cx, Emitter, add_dense, finalize};
 pub const GRAD_SUFFIX: &str = "_grad";
 
 /// Which arguments to differentiate.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Wrt {
     /// The `{ck.param}` arguments, or every argument when none is marked.
-    #[default]
     All,
     /// These argument indices (returned in argument order, duplicates merged).
     Indices(Vec<usize>),
 }
 
 /// Options of the `autodiff` pass.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AutodiffOptions {
     pub wrt: Wrt,
     /// Only this function (without `@`); `None` = every scalar-loss function.
@@ -96,28 +95,20 @@ pub struct AutodiffOptions {
 }
 
 impl AutodiffOptions {
-    /// Reads `wrt=all|I,J,..` and `func=NAME`.
+    /// Reads `wrt=all|I,J,..` and `func=NAME` (checked by their kinds in the registry).
     pub fn from_pass_options(o: &PassOptions) -> Result<Self, String> {
-        let wrt = match o.get("wrt") {
-            None | Some("all") => Wrt::All,
-            Some(list) => {
-                let mut v = Vec::new();
-                for item in list.split([',', ' ', ':']).filter(|s| !s.is_empty()) {
-                    v.push(item.trim().parse::<usize>().map_err(|_| {
-                        format!("option 'wrt' of pass 'autodiff' expects 'all' or argument indices like 0,2; got '{list}'")
-                    })?);
-                }
-                if v.is_empty() {
-                    return Err("option 'wrt' of pass 'autodiff' is empty".into());
-                }
-                Wrt::Indices(v)
-            }
+        let wrt = match o.indices("wrt")? {
+            None => Wrt::All,
+            Some(v) => Wrt::Indices(v),
         };
-        let func = o.get("func").map(|s| s.trim_start_matches('@').to_string());
-        if func.as_deref() == Some("") {
-            return Err("option 'func' of pass 'autodiff' is empty".into());
-        }
-        Ok(AutodiffOptions { wrt, func })
+        Ok(AutodiffOptions { wrt, func: o.func_name("func")? })
+    }
+}
+
+/// The registry's defaults.
+impl Default for AutodiffOptions {
+    fn default() -> Self {
+        Self::from_pass_options(&PassOptions::new("autodiff")).expect("the registry's defaults of autodiff parse")
     }
 }
 
@@ -444,9 +435,9 @@ pub struct AutodiffPass {
 impl Pass for AutodiffPass {
     fn run(&self, module: &mut Module, stats: &mut Statistics) -> Result<(), Diags> {
         let s = autodiff_with_stats(module, &self.opts)?;
-        stats.add("gradient functions created", s.functions);
-        stats.add("forward ops kept", s.forward_ops);
-        stats.add("backward ops emitted", s.backward_ops);
+        stats.add("gradient-functions-created", s.functions);
+        stats.add("forward-ops-kept", s.forward_ops);
+        stats.add("backward-ops-emitted", s.backward_ops);
         Ok(())
     }
 }

@@ -184,9 +184,10 @@ pub struct Limits {
     pub time_limit: Duration,
 }
 
+/// The `inplace` pass's defaults, from its record in the registry.
 impl Default for Limits {
     fn default() -> Self {
-        Limits { node_limit: 2_000_000, iter_limit: 10, time_limit: Duration::from_millis(60_000) }
+        crate::inplace::parse_limits(&crate::manager::PassOptions::new("inplace")).expect("the registry's defaults of inplace parse")
     }
 }
 

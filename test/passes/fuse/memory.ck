@@ -15,11 +15,11 @@
 // REPORT: "kernels": 2
 
 // STATS: fuse
-// STATS-NEXT: (S) 4 @f: kernels before
-// STATS-NEXT: (S) 2 @f: kernels after
-// STATS-NEXT: (S) 1 @f: fusion groups
-// STATS-NEXT: (S) 2 @f: values not materialized
-// STATS-NEXT: (S) 256 @f: bytes not materialized
+// STATS-NEXT: (S) 4 @f kernels-before - kernels (ops) before fusion
+// STATS-NEXT: (S) 2 @f kernels-after
+// STATS-NEXT: (S) 1 @f fusion-groups
+// STATS-NEXT: (S) 2 @f values-not-materialized
+// STATS-NEXT: (S) 256 @f bytes-not-materialized
 
 module {
   func.func @f(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {

@@ -21,18 +21,18 @@
 // CHECK-NOT:     ck.transpose
 
 // STATS: inplace
-// STATS-DAG: saturated @algebra: e-graph stop reason
-// STATS-DAG: 1 @algebra: rewrite mul-one applied
-// STATS-DAG: 1 @algebra: rewrite add-zero applied
-// STATS-DAG: 1 @algebra: rewrite neg-neg applied
-// STATS-DAG: 2 @algebra: rewrite transpose-transpose applied
-// STATS-DAG: 1 @algebra: rewrite transpose-identity applied
-// STATS-DAG: 1 @algebra: rewrite reshape-reshape applied
-// STATS-DAG: 1 @algebra: rewrite scale-scale applied
-// STATS-DAG: 10 @algebra: ops simplified away
+// STATS-DAG: saturated @algebra e-graph-stop-reason
+// STATS-DAG: 1 @algebra rewrite-applied[mul-one]
+// STATS-DAG: 1 @algebra rewrite-applied[add-zero]
+// STATS-DAG: 1 @algebra rewrite-applied[neg-neg]
+// STATS-DAG: 2 @algebra rewrite-applied[transpose-transpose]
+// STATS-DAG: 1 @algebra rewrite-applied[transpose-identity]
+// STATS-DAG: 1 @algebra rewrite-applied[reshape-reshape]
+// STATS-DAG: 1 @algebra rewrite-applied[scale-scale]
+// STATS-DAG: 10 @algebra ops-simplified-away
 
-// ITER: iteration limit (1) @algebra: e-graph stop reason
-// NODES: node limit (20) @algebra: e-graph stop reason
+// ITER: iteration limit (1) @algebra e-graph-stop-reason
+// NODES: node limit (20) @algebra e-graph-stop-reason
 // OPT: error: pass 'inplace' has no option 'nodes'; valid options: node-limit, iter-limit, time-limit-ms
 
 module {

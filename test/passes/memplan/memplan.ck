@@ -37,9 +37,9 @@
 // CHECK-NEXT:    "ck.add"(%a, %c)
 
 // STATS: memplan
-// STATS-DAG: 512 @chain: arena bytes (best-fit, the plan)
-// STATS-DAG: 512 @chain: arena bytes (first-fit baseline)
-// STATS-DAG: 512 @chain: live peak bytes
+// STATS-DAG: (S) 512 @chain arena-bytes - arena size of the plan
+// STATS-DAG: (S) 512 @chain first-fit-arena-bytes - arena size of a first-fit
+// STATS-DAG: (S) 512 @chain live-peak-bytes - peak of the bytes live at once
 
 // REPORT: "function": "chain"
 // REPORT: "arena_bytes": 512

@@ -35,8 +35,8 @@
 /// Statistics say what the plan did.
 // RUN: ckopt-opt %s --pass-pipeline='autodiff,remat{mode=sqrt}' --pass-statistics -o /dev/null 2>&1 | FileCheck %s --check-prefix=STATS
 // STATS: remat
-// STATS: (S) sqrt({{[0-9]+}} segments) @mlp_grad plan
-// STATS: @mlp_grad on-demand recomputations
+// STATS: (S) sqrt({{[0-9]+}} segments) @mlp_grad plan - the plan chosen
+// STATS: @mlp_grad on-demand-recomputations
 
 module {
   func.func @mlp(%x: tensor<2x4xf32>, %target: tensor<2x4xf32>, %w0: tensor<4x4xf32> {ck.param}, %b0: tensor<4xf32> {ck.param}, %w1: tensor<4x4xf32> {ck.param}, %b1: tensor<4xf32> {ck.param}, %w2: tensor<4x4xf32> {ck.param}, %b2: tensor<4xf32> {ck.param}, %w3: tensor<4x4xf32> {ck.param}, %b3: tensor<4xf32> {ck.param}, %w4: tensor<4x4xf32> {ck.param}, %b4: tensor<4xf32> {ck.param}, %w5: tensor<4x4xf32> {ck.param}, %b5: tensor<4xf32> {ck.param}) -> tensor<f32> {
