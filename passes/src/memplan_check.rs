@@ -203,8 +203,20 @@ impl<'f> Facts<'f> {
         }
     }
 
+    /// Whether `v` lives in a donated argument's buffer: its chain of
+    /// in-place homes (an SGD-with-momentum update writes into the decayed
+    /// velocity, which was written into the velocity argument) ends at one.
     fn in_arg(&self, v: ValueId) -> bool {
-        self.home[v.index()].is_some_and(|h| self.def[h.index()].is_none() && self.donated[h.index()])
+        let mut h = self.home[v.index()];
+        // homes are defined before their writers: the chain is acyclic and at most nv long
+        for _ in 0..self.nv() {
+            let Some(x) = h else { return false };
+            if self.def[x.index()].is_none() {
+                return self.donated[x.index()];
+            }
+            h = self.home[x.index()];
+        }
+        false
     }
 
     /// Every stored value has an aligned offset inside the arena; values

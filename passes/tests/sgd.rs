@@ -152,3 +152,20 @@ fn errors_name_the_option_or_function() {
     assert!(e.0[0].message.contains("@mlp_grad"), "{e}");
     assert_eq!(sgd(&mut m, &SgdOptions::default()).expect("nothing to do"), 0);
 }
+
+/// With momentum, memplan plans the step (the updated velocity is written
+/// into the decayed velocity, itself written into the donated velocity
+/// argument: a chain of in-place homes the checker follows) with and
+/// without in-place marks and fusion, and the step run in its arena gives
+/// the plain interpreter's bits.
+#[test]
+fn momentum_step_plans_with_memplan() {
+    for pipeline in ["sgd{momentum=0.9},memplan", "inplace,sgd{momentum=0.9},memplan", "sgd{momentum=0.9},fuse,memplan"] {
+        let p = run(&model(ModelKind::Mlp, 3), pipeline);
+        let s = p.func("mlp_step").expect("step");
+        let inputs = random_inputs(s, 7);
+        let plain = run_func(&p, "mlp_step", &inputs).expect("runs");
+        let (arena, _) = run_func_in_arena(&p, "mlp_step", &inputs).expect("arena run");
+        assert_eq!(bits(&plain), bits(&arena), "{pipeline}");
+    }
+}
