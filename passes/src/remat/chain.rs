@@ -445,49 +445,62 @@ pub fn coarsen(ch: &Chain, f: &Func, factor: usize) -> Chain {
 /// Why: the chain's cuts count the values crossing a schedule position, so
 /// they depend on the order the forward was written in. A stacked LSTM
 /// written layer by layer crosses every hidden state of a layer at every
-/// cut; in wavefront order (each op as soon as its forward operands exist,
-/// as a Checkmate/MONeT-style planner would schedule it) a cut crosses one
-/// (h, c) per layer. Order: ops that read a forward value by their ASAP
-/// level (1 + the highest level among the forward ops they read); ops that
-/// read only arguments (weight broadcasts, input slices) as late as
-/// possible: at the lowest level of their users, just before them; ties in
-/// the given order. The permuted ops keep the positions of the forward ops,
-/// so backward ops stay where they are; the result computes the same values
-/// bit for bit (only independent ops are reordered). In-place marks are
-/// re-checked by remat's rewrite (`emit::fix_inplace`).
+/// cut; in wavefront order (as a Checkmate/MONeT-style planner would
+/// schedule it) a cut crosses one (h, c) per layer. Order: each forward op
+/// as late as possible (ALAP): its level is one less than the lowest level
+/// of the forward ops that read it, the loss (no forward reader) at 0; ops
+/// sorted by level, ties in the given order. On a stacked recurrence the
+/// levels are anti-diagonals (cell (l, t) at minus its distance to the
+/// loss); on a chain it is the given order. The permuted ops keep the
+/// positions of the forward ops; the backward ops are reordered the same
+/// way in reverse (below), keeping the backward positions. The result
+/// computes the same values bit for bit (only independent ops are
+/// reordered); an order that is not a valid schedule gives None. In-place
+/// marks are re-checked by remat's rewrite (`emit::fix_inplace`).
 pub fn wavefront(f: &Func) -> Option<Func> {
     let n = f.body.len();
     let phases = op_phases(f);
     let def = f.def_table();
     let fwd: Vec<usize> = (0..n).filter(|&i| phases[i] == Phase::Forward).collect();
-    let fwd_def = |o: &ValueId| def[o.index()].filter(|&d| phases[d] == Phase::Forward);
-    let mut level: Vec<Option<usize>> = vec![None; n];
-    for &i in &fwd {
-        level[i] = f.body[i].operands.iter().filter_map(fwd_def).map(|d| level[d].map_or(0, |l| l + 1)).max();
-    }
-    // argument-only ops: as late as possible (the lowest level of their users)
-    let mut users: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for &i in &fwd {
+    let mut key: Vec<i64> = vec![0; n];
+    let mut seen = vec![false; n];
+    for &i in fwd.iter().rev() {
+        if !seen[i] {
+            key[i] = 0;
+        }
         for o in &f.body[i].operands {
-            if let Some(d) = fwd_def(o) {
-                users[d].push(i);
+            if let Some(d) = def[o.index()].filter(|&d| phases[d] == Phase::Forward) {
+                let k = key[i] - 1;
+                key[d] = if seen[d] { key[d].min(k) } else { k };
+                seen[d] = true;
             }
         }
-    }
-    let mut key: Vec<usize> = vec![usize::MAX; n];
-    for &i in fwd.iter().rev() {
-        key[i] = match level[i] {
-            Some(l) => l,
-            None => users[i].iter().map(|&u| key[u]).min().unwrap_or(usize::MAX),
-        };
     }
     let mut order = fwd.clone();
     order.sort_by_key(|&i| (key[i], i));
     if order == fwd {
         return None;
     }
+    // The backward in the matching (reverse) order: an op's level is one
+    // more than the highest of its operands' levels, where a forward value's
+    // level is its distance to the loss (-key) and a backward value's its
+    // own level; so the backward of the cells nearest the loss comes first,
+    // as autodiff would have emitted it from a forward written that way.
+    let bwd: Vec<usize> = (0..n).filter(|&i| phases[i] != Phase::Forward && f.body[i].kind != ckopt_ir::OpKind::Return).collect();
+    let mut blevel: Vec<i64> = vec![0; n];
+    for &i in &bwd {
+        blevel[i] = 1 + f.body[i]
+            .operands
+            .iter()
+            .filter_map(|o| def[o.index()])
+            .map(|d| if phases[d] == Phase::Forward { -key[d] } else { blevel[d] })
+            .max()
+            .unwrap_or(0);
+    }
+    let mut border = bwd.clone();
+    border.sort_by_key(|&i| (blevel[i], i));
     let mut g = f.clone();
-    for (&pos, &src) in fwd.iter().zip(&order) {
+    for (&pos, &src) in fwd.iter().zip(&order).chain(bwd.iter().zip(&border)) {
         g.body[pos] = f.body[src].clone();
     }
     // a valid schedule: every operand defined before its use
