@@ -113,16 +113,26 @@ fn gradients_match_finite_differences() {
 #[test]
 fn sqrt_remat_training_gives_the_same_losses() {
     use ckopt_passes::PassManager;
+    let mut recomputed = 0;
     for name in ["mlp", "cnn", "transformer"] {
         let (m, params) = import(name, Loss::Mse);
         let fname = m.funcs[0].name.clone();
+        // sqrt keeps no remat when its plan would not lower the peak (a
+        // small model), so the smallest plan of the memory curve runs too:
+        // it recomputes whenever any plan lowers the peak.
+        let mut g0 = m.clone();
+        PassManager::parse("autodiff").unwrap().run(&mut g0).unwrap();
+        let curve = ckopt_passes::remat::curve::memory_curve(g0.func(&format!("{fname}_grad")).unwrap()).expect("a curve");
+        let smallest = format!("autodiff,{}", curve.points[0].plan);
         let mut runs = Vec::new();
-        for pipeline in ["autodiff", "autodiff,remat{mode=sqrt}"] {
+        for pipeline in ["autodiff", "autodiff,remat{mode=sqrt}", smallest.as_str()] {
             let mut mm = m.clone();
             PassManager::parse(pipeline).unwrap().run_with(&mut mm, |_, _| {}).unwrap();
             let g = mm.func(&format!("{fname}_grad")).unwrap();
-            if pipeline.contains("remat") {
-                assert!(g.body.iter().any(|o| o.has_attr("ck.recompute")), "{name}: sqrt remat recomputes nothing");
+            let recomputes = g.body.iter().any(|o| o.has_attr("ck.recompute"));
+            if pipeline == smallest {
+                assert_eq!(recomputes, curve.points.len() > 1, "{name}: {pipeline}");
+                recomputed += usize::from(recomputes);
             }
             let mut inputs = mse_inputs(name, &mm, &params);
             let mut losses = Vec::new();
@@ -137,7 +147,9 @@ fn sqrt_remat_training_gives_the_same_losses() {
             }
             runs.push(losses);
         }
-        assert_eq!(runs[0], runs[1], "{name}: losses with and without remat differ");
+        assert_eq!(runs[0], runs[1], "{name}: losses with and without sqrt remat differ");
+        assert_eq!(runs[0], runs[2], "{name}: losses with and without {smallest} differ");
         assert!(runs[0][2] < runs[0][0], "{name}: the loss does not fall: {:?}", runs[0]);
     }
+    assert!(recomputed >= 2, "only {recomputed} of the 3 models were trained with recomputation");
 }
