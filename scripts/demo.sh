@@ -19,6 +19,42 @@ echo
 echo "== Rematerialization: 1000-layer MLP vs peers (bench/remat.sh --table-1000) =="
 RESULTS_DIR=target/demo bench/remat.sh --table-1000
 
+# The whole memory/recompute trade-off of the 1000-layer MLP before anything
+# runs (ckopt-opt --memory-curve), and "does this step fit?": the training
+# step with sqrt remat, planned, read off the memory report's device_bytes,
+# and remat asked to fit a device budget (docs/remat.md).
+echo
+echo "== The memory/recompute curve of the 1000-layer MLP (ckopt-opt --memory-curve) =="
+mkdir -p target/demo
+$BIN/ckopt-gen mlp --depth 1000 --width 1024 --batch 256 -o target/demo/mlp1000.ck
+$BIN/ckopt-opt target/demo/mlp1000.ck --pass-pipeline='autodiff,inplace' \
+  --memory-curve=target/demo/mlp1000-curve.json -o /dev/null
+$BIN/ckopt-opt target/demo/mlp1000.ck --pass-pipeline='autodiff,inplace' \
+  --memory-curve=target/demo/mlp1000-curve.svg -o /dev/null
+python3 - target/demo/mlp1000-curve.json <<'PY'
+import json, sys
+for c in json.load(open(sys.argv[1])):
+    print(f"@{c['function']}: smallest feasible temp peak {c['min_feasible_bytes'] / 2**20:.1f} MiB")
+    print(f"  {'temp peak (MiB)':>16} {'recompute (flops)':>18}  plan")
+    for p in c["points"]:
+        print(f"  {p['peak_bytes'] / 2**20:16.1f} {p['recompute_flops']:18d}  {p['plan']}")
+PY
+echo "(picture: target/demo/mlp1000-curve.svg)"
+echo
+echo "== Does the training step fit? (sgd step, remat{mode=sqrt}, memplan: device_bytes) =="
+$BIN/ckopt-opt target/demo/mlp1000.ck --pass-pipeline='autodiff,inplace,sgd{lr=0.01},remat{mode=sqrt},memplan' \
+  --memory-report=target/demo/mlp1000-step.json -o /dev/null
+python3 - target/demo/mlp1000-step.json <<'PY'
+import json, sys
+r = {x["function"]: x for x in json.load(open(sys.argv[1]))}["mlp_step"]
+gib = r["device_bytes"] / 2**30
+print(f"@mlp_step: arguments {r['argument_bytes'] / 2**30:.2f} GiB + arena {r['arena_bytes'] / 2**20:.1f} MiB"
+      f" = device_bytes {gib:.2f} GiB: fits in 8 GiB: {'yes' if gib <= 8 else 'no'}; in 4 GiB: {'yes' if gib <= 4 else 'no'}")
+PY
+echo "remat{mode=optimal device_budget=4GiB func=mlp_step}: the least recompute that fits the step in 4 GiB:"
+$BIN/ckopt-opt target/demo/mlp1000.ck --pass-pipeline='autodiff,inplace,sgd{lr=0.01},remat{mode=optimal device_budget=4GiB func=mlp_step},memplan' \
+  --pass-statistics -o /dev/null 2>&1 | grep -E "@mlp_step (plan|device-bytes|recompute-flops|temp-peak-bytes-after) " | sed 's/^ */  /' || true
+
 # Execution: the training step (@NAME_step, fused kernels JIT-compiled once,
 # GEMMs on both cores, parameters resident) run on the cpu backend in one
 # arena of ck.arena_bytes; remat{mode=sqrt} trains exactly like no remat,

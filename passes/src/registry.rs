@@ -359,6 +359,7 @@ static REGISTRY: &[PassInfo] = &[
             opt("search", Bool, "true", "greedy: run the budget search (no remat, mirror, B=0 and B=sqrt(x*y)*2^(i/2), i=-6..6), keep the best measured plan"),
             opt("threshold", Bytes, "", "greedy with search=false: the threshold B (default: budget, else sqrt(x*y))"),
             opt("k", Int { min: 1 }, "1", "log: boundaries kept per recursion level (fan-out)"),
+            opt("func", FuncName, "", "only this function (default: every function with a backward)"),
         ],
         statistics: &[
             stat("plan", "the plan chosen"),

@@ -91,6 +91,8 @@ pub struct RematOptions {
     pub k: usize,
     /// greedy with `search=false`: the threshold B (default: `budget`, else sqrt(x·y)).
     pub threshold: Option<u64>,
+    /// Only this function (without `@`); None: every function.
+    pub func: Option<String>,
 }
 
 impl Default for RematOptions {
@@ -288,7 +290,14 @@ pub fn remat_func(f: &mut Func, opts: &RematOptions) -> Result<Option<RematOutco
     }
     let before = crate::analysis::peak(f, &crate::analysis::liveness(f), false);
     let limits = Limits { budget: opts.budget, device: opts.device_budget };
-    let mut cands = vec![Candidate { em: None, peak: before, rflops: 0, label: "none".into(), device: None }];
+    // "No remat": the function as given, or, when `ck.mirror` values must be
+    // recomputed anyway, every other needed value kept (Plan::Store).
+    let has_mirror = (0..f.values.len()).any(|v| ch.mirror[v] && ch.needed[v]);
+    let mut cands = if has_mirror {
+        vec![eval(f, &ch, &Strategy::Chain(Plan::Store), "none".into())]
+    } else {
+        vec![Candidate { em: None, peak: before, rflops: 0, label: "none".into(), device: None }]
+    };
     let mut temp_budget = opts.budget;
     if opts.mode == Mode::Optimal && opts.budget.is_none() {
         let Some(d) = opts.device_budget else {
@@ -401,7 +410,18 @@ pub struct RematPass {
 impl Pass for RematPass {
     fn run(&self, module: &mut Module, stats: &mut Statistics) -> Result<(), Diags> {
         let mut diags = Diags::new();
+        if let Some(name) = &self.opts.func
+            && module.func(name).is_none()
+        {
+            return Err(Diags::from(Diag::error(
+                ckopt_ir::Loc::unknown(),
+                format!("option 'func' of pass 'remat': no function @{name} in the module"),
+            )));
+        }
         for f in &mut module.funcs {
+            if self.opts.func.as_ref().is_some_and(|n| *n != f.name) {
+                continue;
+            }
             match remat_func(f, &self.opts) {
                 Ok(Some(o)) => {
                     stats.add_func(&f.name, "plan", &o.plan);
@@ -445,6 +465,7 @@ pub fn parse_options(o: &PassOptions) -> Result<RematOptions, String> {
         search: o.flag("search")?,
         k: o.int("k")? as usize,
         threshold: o.bytes("threshold")?,
+        func: o.func_name("func")?,
     })
 }
 

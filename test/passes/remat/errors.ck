@@ -3,7 +3,7 @@
 /// optimal needs a budget; bad option values are pipeline errors.
 
 // RUN: not ckopt-opt %s --pass-pipeline='autodiff,inplace,remat{mode=greedy budget=64B}' 2>&1 | FileCheck %s --check-prefix=GREEDY
-// GREEDY: errors.ck:[[@LINE+23]]:3: error: remat{mode=greedy}: budget 64 B is infeasible for @mlp_grad: the smallest feasible budget found is {{[1-9][0-9]*}} B
+// GREEDY: errors.ck:[[@LINE+44]]:3: error: remat{mode=greedy}: budget 64 B is infeasible for @mlp_grad: the smallest feasible budget found is {{[1-9][0-9]*}} B
 // GREEDY-NEXT: func.func @mlp(
 // GREEDY-NEXT: ^
 
@@ -31,6 +31,11 @@
 // DEVBYTES: error: option 'device_budget' of pass 'remat': unknown byte unit 'lots'
 // RUN: not ckopt-opt %s --pass-pipeline='remat{align=48}' 2>&1 | FileCheck %s --check-prefix=ALIGN
 // ALIGN: error: option 'align' of pass 'remat' must be a power of two, got 48
+// RUN: not ckopt-opt %s --pass-pipeline='autodiff,remat{func=nope}' 2>&1 | FileCheck %s --check-prefix=FUNC
+// FUNC: error: option 'func' of pass 'remat': no function @nope in the module
+/// func= rewrites that function only: the forward has no backward, so nothing is recomputed.
+// RUN: ckopt-opt %s --pass-pipeline='autodiff,remat{func=mlp}' | FileCheck %s --check-prefix=ONLY
+// ONLY-NOT: ck.recompute
 
 // RUN: not ckopt-opt %s --pass-pipeline='remat{mode=fast}' 2>&1 | FileCheck %s --check-prefix=MODE
 // MODE: error: option 'mode' of pass 'remat' must be none, sqrt, greedy, log or optimal, got 'fast'
@@ -39,7 +44,7 @@
 // RUN: not ckopt-opt %s --pass-pipeline='remat{k=0}' 2>&1 | FileCheck %s --check-prefix=K
 // K: error: option 'k' of pass 'remat' must be at least 1
 // RUN: not ckopt-opt %s --pass-pipeline='remat{fanout=2}' 2>&1 | FileCheck %s --check-prefix=UNKNOWN
-// UNKNOWN: error: pass 'remat' has no option 'fanout'; valid options: mode, budget, device_budget, align, search, threshold, k
+// UNKNOWN: error: pass 'remat' has no option 'fanout'; valid options: mode, budget, device_budget, align, search, threshold, k, func
 
 module {
   func.func @mlp(%x: tensor<2x4xf32>, %target: tensor<2x4xf32>, %w0: tensor<4x4xf32> {ck.param}, %b0: tensor<4xf32> {ck.param}, %w1: tensor<4x4xf32> {ck.param}, %b1: tensor<4xf32> {ck.param}, %w2: tensor<4x4xf32> {ck.param}, %b2: tensor<4xf32> {ck.param}, %w3: tensor<4x4xf32> {ck.param}, %b3: tensor<4xf32> {ck.param}, %w4: tensor<4x4xf32> {ck.param}, %b4: tensor<4xf32> {ck.param}, %w5: tensor<4x4xf32> {ck.param}, %b5: tensor<4xf32> {ck.param}) -> tensor<f32> {
