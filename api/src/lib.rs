@@ -5,7 +5,9 @@
 //!    one with `Func::push` (re-exported IR types).
 //! 2. Choose passes: `Options` (autodiff, inplace, remat mode and budget,
 //!    memplan) gives a pipeline string; `optimize` runs any pipeline.
-//! 3. `memory_report` reads the numbers of docs/memory.md for every function.
+//! 3. `memory_report` reads the numbers of docs/memory.md for every function
+//!    (`device_bytes`: "does it fit?"); `memory_curves` the whole
+//!    memory/recompute trade-off of every gradient function.
 //! 4. `compile` a function for `Target::Interp | Cpu | Cuda` (cpu/cuda plan
 //!    it with `fuse,memplan` if needed) and `Compiled::run` it on `Tensor`s;
 //!    `Compiled::report` gives the measured step time and arena.
@@ -26,6 +28,7 @@ pub use ckopt_ir::{Attr, Attrs, DType, Diag, Diags, Func, Loc, Module, OpKind, T
 pub use ckopt_lower::PtxOptions;
 pub use ckopt_models::{GenOptions, ModelKind, SizeOpt};
 pub use ckopt_passes::analysis::report::MemoryReport;
+pub use ckopt_passes::remat::curve::{Curve, CurvePoint};
 pub use ckopt_runtime::Report as RunReport;
 pub use ckopt_onnx::{ImportOptions, Loss, NamedTensor, Params};
 
@@ -117,13 +120,24 @@ pub struct Options {
     pub remat: String,
     /// Memory budget for remat in bytes (`temp_peak_bytes` limit).
     pub budget: Option<u64>,
+    /// Device budget for remat in bytes (`device_bytes`: arguments + arena).
+    pub device_budget: Option<u64>,
     /// Plan the arena (needed by cpu/cuda; they plan on their own otherwise).
     pub memplan: bool,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { autodiff: true, inplace: false, sgd: None, fuse: false, remat: "none".into(), budget: None, memplan: true }
+        Options {
+            autodiff: true,
+            inplace: false,
+            sgd: None,
+            fuse: false,
+            remat: "none".into(),
+            budget: None,
+            device_budget: None,
+            memplan: true,
+        }
     }
 }
 
@@ -144,10 +158,15 @@ impl Options {
             p.push("fuse".to_string());
         }
         if self.remat != "none" {
-            match self.budget {
-                Some(b) => p.push(format!("remat{{mode={} budget={b}}}", self.remat)),
-                None => p.push(format!("remat{{mode={}}}", self.remat)),
+            let mut r = format!("remat{{mode={}", self.remat);
+            if let Some(b) = self.budget {
+                r.push_str(&format!(" budget={b}"));
             }
+            if let Some(d) = self.device_budget {
+                r.push_str(&format!(" device_budget={d}"));
+            }
+            r.push('}');
+            p.push(r);
         }
         if self.memplan {
             p.push("memplan".to_string());
@@ -168,6 +187,14 @@ pub fn optimize(module: &mut Module, pipeline: &str) -> Result<(), Error> {
 /// The memory report (docs/memory.md) of every function.
 pub fn memory_report(module: &Module) -> Vec<MemoryReport> {
     ckopt_passes::analysis::report::module_report(module)
+}
+
+/// The memory/recompute curve (docs/remat.md) of every gradient function:
+/// the Pareto front of (temp peak bytes, recompute flops) over the plans
+/// remat can make, each point with the pass text that reproduces it. Take it
+/// after the passes that come before `remat` (e.g. `autodiff,inplace`).
+pub fn memory_curves(module: &Module) -> Vec<Curve> {
+    ckopt_passes::remat::curve::module_curves(module)
 }
 
 /// Where `compile` runs a function.

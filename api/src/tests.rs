@@ -181,3 +181,30 @@ fn every_model_compiles_to_ptx_that_ptxas_accepts() {
         }
     }
 }
+
+/// "Does it fit?" through the API: the curve of a model's gradient, a
+/// device budget between the smallest plan's total and no remat's, met by
+/// the pipeline `Options` builds (device_bytes measured by memplan).
+#[test]
+fn memory_curve_and_device_budget_through_the_api() {
+    let mut m = model(ModelKind::Mlp, &GenOptions { depth: Some(24), width: Some(16), batch: Some(64), ..Default::default() }).unwrap();
+    optimize(&mut m, "autodiff,inplace").unwrap();
+    let curves = memory_curves(&m);
+    assert_eq!(curves.len(), 1);
+    let c = &curves[0];
+    assert_eq!(c.function, "mlp_grad");
+    assert!(c.points.len() >= 2 && c.points[0].peak_bytes < c.points[c.points.len() - 1].peak_bytes);
+    let mut none = m.clone();
+    optimize(&mut none, "memplan").unwrap();
+    let rep = memory_report(&none).into_iter().find(|r| r.function == "mlp_grad").unwrap();
+    let total = rep.device_bytes.unwrap();
+    assert_eq!(total, rep.argument_bytes + rep.arena_bytes.unwrap());
+    let budget = total - (c.points.last().unwrap().peak_bytes - c.points[0].peak_bytes) / 2;
+    let opts = Options { autodiff: false, remat: "optimal".into(), device_budget: Some(budget), ..Default::default() };
+    assert!(opts.pipeline().contains(&format!("device_budget={budget}")), "{}", opts.pipeline());
+    let mut fit = m.clone();
+    optimize(&mut fit, &opts.pipeline()).unwrap();
+    let r = memory_report(&fit).into_iter().find(|r| r.function == "mlp_grad").unwrap();
+    assert!(r.device_bytes.unwrap() <= budget, "{:?} > {budget}", r.device_bytes);
+    assert!(r.recompute_flops > 0);
+}
