@@ -5,8 +5,9 @@
 //! key, multipliers and unit-interval mapping are those of
 //! `ckopt_ir::random` (the one definition), emitted as i64 arithmetic.
 
-use super::{Ctx, Em, GOLDEN, mix64};
+use super::{Ctx, Em};
 use ckopt_ir::Diag;
+use ckopt_ir::random::{MIX_MUL, dropout_key};
 
 /// `y = OP x` for a one-operand MLIR op `OP` (`arith.negf`, `math.exp`, ...).
 pub(super) fn unary(em: &mut Em, c: &Ctx, mlir_op: &str) -> Result<String, Diag> {
@@ -46,13 +47,13 @@ pub(super) fn dropout(em: &mut Em, c: &Ctx) -> Result<String, Diag> {
     let x = em.load(&c.ins[0], c.idx);
     let rate = c.f32_attr("rate")?;
     let seed = c.int_attr("seed")?;
-    let base = mix64((seed as u64).wrapping_add(GOLDEN));
+    let base = dropout_key(seed, None);
     let i64c = |em: &mut Em, v: u64| em.op(&format!("arith.constant {} : i64", v as i64));
     let i = em.op(&format!("arith.index_cast {} : index to i64", c.idx));
     let b = i64c(em, base);
     // mix64(b ^ i), as in `ckopt_ir::random::mix64`.
     let mut z = em.op(&format!("arith.xori {b}, {i} : i64"));
-    for (sh, mul) in [(30u64, 0xBF58_476D_1CE4_E5B9u64), (27, 0x94D0_49BB_1331_11EB)] {
+    for (sh, mul) in [(30u64, MIX_MUL[0]), (27, MIX_MUL[1])] {
         let s = i64c(em, sh);
         let t = em.op(&format!("arith.shrui {z}, {s} : i64"));
         let x2 = em.op(&format!("arith.xori {z}, {t} : i64"));

@@ -283,14 +283,6 @@ impl Em {
     }
 }
 
-/// SplitMix64's output function (the interpreter's `mix64`).
-pub fn mix64(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-const GOLDEN: u64 = 0x9E37_79B9_7F4A_7C15;
-
 /// What the emitter of one op family gets: the op, its operand memrefs, the
 /// flat index of the result element and the result's shape.
 struct Ctx<'a> {
