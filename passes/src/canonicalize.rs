@@ -53,6 +53,11 @@ enum Fold {
 
 /// Applies the folds to `f`.
 pub fn canonicalize(f: &mut Func) -> CanonStats {
+    canonicalize_traced(f, &mut Vec::new())
+}
+
+/// [`canonicalize`], also listing the identity of every fold applied, in order.
+pub(crate) fn canonicalize_traced(f: &mut Func, fired: &mut Vec<Identity>) -> CanonStats {
     let guard = ReplaceGuard::new(f);
     let mut repl = Replacements::new(f);
     let mut stats = CanonStats::default();
@@ -61,7 +66,11 @@ pub fn canonicalize(f: &mut Func) -> CanonStats {
     let mut body: Vec<Op> = Vec::with_capacity(f.body.len());
     for mut op in std::mem::take(&mut f.body) {
         repl.apply(&mut op.operands);
-        match fold(f, &body, &def, &guard, &op) {
+        let folded = fold(f, &body, &def, &guard, &op).map(|(id, fold)| {
+            fired.push(id);
+            fold
+        });
+        match folded {
             Some(Fold::Value(v)) => {
                 if let Some(r) = op.result {
                     repl.replace(r, v);
@@ -210,11 +219,15 @@ pub fn folded_identities() -> impl Iterator<Item = Identity> {
     FOLDS.iter().map(|(id, _, _)| *id)
 }
 
-fn fold(f: &Func, body: &[Op], def: &[Option<usize>], guard: &ReplaceGuard, op: &Op) -> Option<Fold> {
+/// The first fold of `FOLDS` that fires on `op`, with its identity.
+fn fold(f: &Func, body: &[Op], def: &[Option<usize>], guard: &ReplaceGuard, op: &Op) -> Option<(Identity, Fold)> {
     let r = op.result?;
     let x = *op.operands.first()?;
     let c = Ctx { f, body, def, guard };
-    FOLDS.iter().filter(|(_, kinds, _)| kinds.contains(&op.kind)).find_map(|(_, _, fold)| fold(&c, op, r, x))
+    FOLDS
+        .iter()
+        .filter(|(_, kinds, _)| kinds.contains(&op.kind))
+        .find_map(|(id, _, fold)| fold(&c, op, r, x).map(|fold| (*id, fold)))
 }
 
 struct Canonicalize;

@@ -270,6 +270,85 @@ mod tests {
         assert!(problems.is_empty(), "the identity list disagrees with the passes:\n{}", problems.join("\n"));
     }
 
+/// One function with an instance of every identity of the list (both
+    /// passes' and the in-place forms' operands), returning every value.
+    fn every_identity() -> ckopt_ir::Func {
+        use ckopt_ir::{Attr, Attrs, Func, Loc, OpKind as K, TensorType, ValueId, attrs};
+        let mut f = Func::new("every_identity", Loc::unknown());
+        let x = f.add_param("x", TensorType::f32(vec![2, 3]), false);
+        let w = f.add_param("w", TensorType::f32(vec![2, 3]), false);
+        let mut out = Vec::new();
+        let mut push = |f: &mut Func, k: K, ops: &[ValueId], a: Attrs, ty: Option<Vec<u64>>| {
+            let v = f.push(k, ops, a, ty.map(TensorType::f32), "v", Loc::unknown()).unwrap();
+            out.push(v);
+            v
+        };
+        let value = |v: f32| attrs([("value", Attr::F32(v))]);
+        let ints = |name: &str, v: &[i64]| attrs([(name, Attr::IntArray(v.to_vec()))]);
+        let none = Attrs::new;
+        let one = push(&mut f, K::Fill, &[], value(1.0), Some(vec![2, 3]));
+        let zero = push(&mut f, K::Fill, &[], value(0.0), Some(vec![2, 3]));
+        push(&mut f, K::Mul, &[x, one], none(), None);
+        push(&mut f, K::Div, &[x, one], none(), None);
+        push(&mut f, K::Add, &[x, zero], none(), None);
+        push(&mut f, K::Sub, &[x, zero], none(), None);
+        push(&mut f, K::Scale, &[x], value(1.0), None);
+        push(&mut f, K::Scale, &[x], value(-1.0), None);
+        let n = push(&mut f, K::Neg, &[x], none(), None);
+        push(&mut f, K::Neg, &[n], none(), None);
+        let r = push(&mut f, K::Relu, &[x], none(), None);
+        push(&mut f, K::Relu, &[r], none(), None);
+        let s = push(&mut f, K::Scale, &[x], value(3.0), None);
+        push(&mut f, K::Scale, &[s], value(2.0), None);
+        push(&mut f, K::Neg, &[s], none(), None);
+        push(&mut f, K::Transpose, &[x], ints("perm", &[0, 1]), None);
+        let t = push(&mut f, K::Transpose, &[x], ints("perm", &[1, 0]), None);
+        push(&mut f, K::Transpose, &[t], ints("perm", &[1, 0]), None);
+        push(&mut f, K::Reshape, &[x], none(), Some(vec![2, 3]));
+        let rs = push(&mut f, K::Reshape, &[x], none(), Some(vec![3, 2]));
+        push(&mut f, K::Reshape, &[rs], none(), Some(vec![6]));
+        push(&mut f, K::Broadcast, &[x], ints("dims", &[0, 1]), Some(vec![2, 3]));
+        push(&mut f, K::Slice, &[x], ints("offsets", &[0, 0]), Some(vec![2, 3]));
+        push(&mut f, K::ReduceSum, &[x], ints("dims", &[]), None);
+        push(&mut f, K::ReduceMax, &[x], ints("dims", &[]), None);
+        push(&mut f, K::Concat, &[x], attrs([("dim", Attr::Int(0))]), None);
+        push(&mut f, K::Dropout, &[x], attrs([("rate", Attr::F32(0.0)), ("seed", Attr::Int(3))]), None);
+        push(&mut f, K::Exp, &[x], none(), None);
+        push(&mut f, K::Sub, &[x, w], none(), None);
+        push(&mut f, K::ReluGrad, &[x, w], none(), None);
+        push(&mut f, K::Add, &[x, w], none(), None);
+        f.push_return(&out, Loc::unknown());
+        ckopt_ir::verify_module(&ckopt_ir::Module { funcs: vec![f.clone()] }).unwrap();
+        f
+    }
+
+    /// Each pass applies every identity the list marks for it, and no other,
+    /// on a function holding an instance of each.
+    #[test]
+    fn identities_fire_in_the_passes_the_list_names() {
+        let mut problems = Vec::new();
+        let mut f = every_identity();
+        let mut fired = Vec::new();
+        crate::canonicalize::canonicalize_traced(&mut f, &mut fired);
+        let mut f = every_identity();
+        let (_, report) = crate::eqsat::simplify_func(&mut f, crate::eqsat::Limits::default());
+        let applied: Vec<&str> = report.applied.iter().filter(|(_, n)| *n > 0).map(|(r, _)| r.as_str()).collect();
+        for i in IDENTITIES {
+            if i.canonicalize != fired.contains(&i.id) {
+                problems.push(format!("'{}': listed for canonicalize = {}, folded = {}", i.name, i.canonicalize, !i.canonicalize));
+            }
+            if i.inplace != applied.contains(&i.name) {
+                problems.push(format!("'{}': listed for inplace = {}, applied = {}", i.name, i.inplace, !i.inplace));
+            }
+        }
+        for r in &applied {
+            if Identity::by_name(r).is_none() {
+                problems.push(format!("inplace applied rule '{r}', which is not in the list"));
+            }
+        }
+        assert!(problems.is_empty(), "on every_identity():\n{}", problems.join("\n"));
+    }
+
     /// The egg rules are named from the list, in the order of `rule_fns`.
     #[test]
     fn egg_rule_names_come_from_the_list() {
