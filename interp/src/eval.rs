@@ -48,13 +48,15 @@ pub fn eval_op(op: &Op, func: &Func, inputs: &[&Tensor]) -> Result<Tensor, Diag>
     let err = |m: String| Diag::error(op.loc.clone(), format!("'ck.{}' op {m}", op.kind.name()));
     let result = op.result.ok_or_else(|| err("defines no value and cannot be evaluated".into()))?;
     let ty = func.values.get(result.index()).map(|v| &v.ty).ok_or_else(|| err("result value is not in the function".into()))?;
-    eval_kind(op.kind, &op.attrs, inputs, ty).map_err(err)
+    eval_kind(op.kind, &op.attrs, inputs, ty).map_err(|d| err(d.message))
 }
 
 /// Evaluates an op given by kind, attributes and result type. The result type
 /// matters for the ops whose shape is not inferable (fill, broadcast,
 /// reshape, slice, conv2d_grad_*, avg_pool2d_grad) and is checked for all.
-pub fn eval_kind(kind: OpKind, attrs: &Attrs, inputs: &[&Tensor], result: &TensorType) -> Result<Tensor, String> {
+/// Errors are unlocated diagnostics (`Diag::unlocated`): `eval_op` reports
+/// their message at the op.
+pub fn eval_kind(kind: OpKind, attrs: &Attrs, inputs: &[&Tensor], result: &TensorType) -> Result<Tensor, Diag> {
     use OpKind::*;
     // Re-check the type rule on the actual shapes: afterwards all indexing is in range.
     let in_types: Vec<TensorType> = inputs
@@ -63,12 +65,12 @@ pub fn eval_kind(kind: OpKind, attrs: &Attrs, inputs: &[&Tensor], result: &Tenso
         .collect();
     let refs: Vec<&TensorType> = in_types.iter().collect();
     if kind == Return {
-        return Err("cannot be evaluated (it returns values, it defines none)".into());
+        return Err(Diag::unlocated("cannot be evaluated (it returns values, it defines none)"));
     }
     infer_type(kind, attrs, &refs, Some(result))?;
     for t in inputs {
         if num_elements(&t.shape) != Some(t.data.len()) {
-            return Err(format!("operand of shape {:?} holds {} values", t.shape, t.data.len()));
+            return Err(Diag::unlocated(format!("operand of shape {:?} holds {} values", t.shape, t.data.len())));
         }
     }
     let out_shape = shape_of(result)?;
@@ -111,7 +113,7 @@ pub fn eval_kind(kind: OpKind, attrs: &Attrs, inputs: &[&Tensor], result: &Tenso
         Concat => concat(inputs, int_attr(attrs, "dim") as usize, &out_shape),
         Matmul => matmul(inputs[0], inputs[1], attr_bool(attrs, "transpose_a"), attr_bool(attrs, "transpose_b"), &out_shape),
         Conv2d | Conv2dGradInput | Conv2dGradFilter => {
-            let (s, p) = conv_params(attrs)?;
+            let (s, p) = conv_params(attrs).map_err(Diag::unlocated)?;
             let g = ConvGeom::new(s, p);
             match kind {
                 Conv2d => conv2d(inputs[0], inputs[1], g, &out_shape),
@@ -120,7 +122,7 @@ pub fn eval_kind(kind: OpKind, attrs: &Attrs, inputs: &[&Tensor], result: &Tenso
             }
         }
         MaxPool2d | AvgPool2d | MaxPool2dGrad | AvgPool2dGrad => {
-            let (w, s) = pool_params(attrs)?;
+            let (w, s) = pool_params(attrs).map_err(Diag::unlocated)?;
             let g = PoolGeom { kh: w[0] as usize, kw: w[1] as usize, sh: s[0] as usize, sw: s[1] as usize };
             match kind {
                 MaxPool2d => max_pool2d(x(), g, &out_shape),
@@ -129,7 +131,7 @@ pub fn eval_kind(kind: OpKind, attrs: &Attrs, inputs: &[&Tensor], result: &Tenso
                 _ => avg_pool2d_grad(x(), g, &out_shape),
             }
         }
-        Return => return Err("cannot be evaluated".into()),
+        Return => return Err(Diag::unlocated("cannot be evaluated")),
     })
 }
 

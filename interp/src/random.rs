@@ -60,17 +60,17 @@ pub fn fan_in(shape: &[usize]) -> usize {
 pub fn try_random_inputs(func: &Func, seed: u64) -> Result<Vec<Tensor>, Diag> {
     (0..func.params.len())
         .map(|i| {
-            random_arg(func, i, seed).map_err(|m| {
+            random_arg(func, i, seed).map_err(|d| {
                 let v = func.params[i].value;
-                Diag::error(func.loc.clone(), format!("argument {i} (%{}) of @{}: {m}", func.name_of(v), func.name))
+                Diag::error(func.loc.clone(), format!("argument {i} (%{}) of @{}: {}", func.name_of(v), func.name, d.message))
             })
         })
         .collect()
 }
 
 /// The generated value of argument `i` (see `try_random_inputs`).
-pub fn random_arg(func: &Func, i: usize, seed: u64) -> Result<Tensor, String> {
-    let p = func.params.get(i).ok_or_else(|| format!("@{} has no argument {i}", func.name))?;
+pub fn random_arg(func: &Func, i: usize, seed: u64) -> Result<Tensor, Diag> {
+    let p = func.params.get(i).ok_or_else(|| Diag::unlocated(format!("@{} has no argument {i}", func.name)))?;
     let shape = shape_of(func.ty(p.value))?;
     let mut rng = SplitMix64::new(mix64(seed ^ (i as u64 + 1).wrapping_mul(GOLDEN)));
     let scale = if func.is_trainable(i) { 1.0 / (fan_in(&shape) as f32).sqrt() } else { 1.0 };

@@ -9,7 +9,7 @@
 //! above `MAX_TENSOR_BYTES`, so unverified or absurd inputs give an error,
 //! never an allocation failure.
 
-use ckopt_ir::TensorType;
+use ckopt_ir::{Diag, TensorType};
 
 /// The largest tensor the interpreter will allocate (4 GiB).
 pub const MAX_TENSOR_BYTES: u64 = 4 << 30;
@@ -80,7 +80,7 @@ impl Tensor {
     }
     /// Zeros with the shape of an IR type, refusing types larger than
     /// `MAX_TENSOR_BYTES` (or whose size overflows).
-    pub fn zeros_of(ty: &TensorType) -> Result<Tensor, String> {
+    pub fn zeros_of(ty: &TensorType) -> Result<Tensor, Diag> {
         let shape = shape_of(ty)?;
         Ok(Tensor::zeros(&shape))
     }
@@ -131,14 +131,14 @@ impl Tensor {
 
 /// The shape of an IR type as `usize`s, refusing types larger than
 /// `MAX_TENSOR_BYTES` or whose size overflows.
-pub fn shape_of(ty: &TensorType) -> Result<Vec<usize>, String> {
-    let elems = ty.num_elements().ok_or_else(|| format!("type {ty} has a size that overflows"))?;
+pub fn shape_of(ty: &TensorType) -> Result<Vec<usize>, Diag> {
+    let elems = ty.num_elements().ok_or_else(|| Diag::unlocated(format!("type {ty} has a size that overflows")))?;
     match elems.checked_mul(4) {
         Some(b) if b <= MAX_TENSOR_BYTES => {}
         _ => {
-            return Err(format!(
+            return Err(Diag::unlocated(format!(
                 "type {ty} is too large for the interpreter (limit {MAX_TENSOR_BYTES} bytes)"
-            ));
+            )));
         }
     }
     Ok(ty.shape.iter().map(|&d| d as usize).collect())

@@ -14,7 +14,7 @@ fn rand(shape: &[usize], rng: &mut SplitMix64) -> Tensor {
 
 fn ev(kind: OpKind, a: &Attrs, inputs: &[&Tensor], out: &[usize]) -> Tensor {
     let ty = TensorType::f32(out.iter().map(|&d| d as u64).collect::<Vec<_>>());
-    eval_kind(kind, a, inputs, &ty).unwrap_or_else(|e| panic!("ck.{}: {e}", kind.name()))
+    eval_kind(kind, a, inputs, &ty).unwrap_or_else(|e| panic!("ck.{}: {}", kind.name(), e.message))
 }
 
 /// `sum(a * b)` in f64.

@@ -78,6 +78,12 @@ impl Diag {
     pub fn error(loc: Loc, message: impl Into<String>) -> Self {
         Diag { loc, severity: Severity::Error, message: message.into(), notes: Vec::new() }
     }
+    /// An error without a location (`Loc::unknown()`): what a library
+    /// function that sees no source returns; the caller that knows the
+    /// location reports the `message` there.
+    pub fn unlocated(message: impl Into<String>) -> Self {
+        Diag::error(Loc::unknown(), message)
+    }
     pub fn note(loc: Loc, message: impl Into<String>) -> Self {
         Diag { loc, severity: Severity::Note, message: message.into(), notes: Vec::new() }
     }

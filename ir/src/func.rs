@@ -207,7 +207,7 @@ impl Func {
     ) -> Result<Op, Diag> {
         let tys: Vec<&TensorType> = operands.iter().map(|&v| self.ty(v)).collect();
         let ty = infer_type(kind, &attrs, &tys, declared.as_ref())
-            .map_err(|m| Diag::error(loc.clone(), format!("'ck.{}' op {m}", kind.name())))?;
+            .map_err(|d| Diag::error(loc.clone(), format!("'ck.{}' op {}", kind.name(), d.message)))?;
         let result = ty.map(|t| self.new_value(name, t));
         Ok(Op { kind, operands: operands.to_vec(), result, attrs, loc })
     }

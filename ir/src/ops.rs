@@ -6,6 +6,7 @@
 //! calls it with the declared result type, builders call it without.
 
 use crate::attr::{Attr, Attrs};
+use crate::diag::Diag;
 use crate::types::TensorType;
 
 macro_rules! op_table {
@@ -305,75 +306,75 @@ pub fn window_out(input: u64, k: u64, stride: u64, pad: u64) -> Option<u64> {
     Some((padded - k) / stride + 1)
 }
 
-fn shape_of_conv(x: &TensorType, w: &TensorType, attrs: &Attrs) -> Result<Vec<u64>, String> {
+fn shape_of_conv(x: &TensorType, w: &TensorType, attrs: &Attrs) -> Result<Vec<u64>, Diag> {
     if x.rank() != 4 || w.rank() != 4 {
-        return Err(format!("conv2d needs rank-4 input (NCHW) and filter (FCHW), got {x} and {w}"));
+        return Err(Diag::unlocated(format!("conv2d needs rank-4 input (NCHW) and filter (FCHW), got {x} and {w}")));
     }
     if x.shape[1] != w.shape[1] {
-        return Err(format!(
+        return Err(Diag::unlocated(format!(
             "conv2d input channels {} do not match filter channels {}",
             x.shape[1], w.shape[1]
-        ));
+        )));
     }
-    let (s, p) = conv_params(attrs)?;
+    let (s, p) = conv_params(attrs).map_err(Diag::unlocated)?;
     let oh = window_out(x.shape[2], w.shape[2], s[0], p[0]);
     let ow = window_out(x.shape[3], w.shape[3], s[1], p[1]);
     match (oh, ow) {
         (Some(oh), Some(ow)) => Ok(vec![x.shape[0], w.shape[0], oh, ow]),
-        _ => Err(format!("conv2d filter {w} does not fit input {x} with padding {p:?}")),
+        _ => Err(Diag::unlocated(format!("conv2d filter {w} does not fit input {x} with padding {p:?}"))),
     }
 }
 
-fn shape_of_pool(x: &TensorType, attrs: &Attrs) -> Result<Vec<u64>, String> {
+fn shape_of_pool(x: &TensorType, attrs: &Attrs) -> Result<Vec<u64>, Diag> {
     if x.rank() != 4 {
-        return Err(format!("pooling needs a rank-4 NCHW input, got {x}"));
+        return Err(Diag::unlocated(format!("pooling needs a rank-4 NCHW input, got {x}")));
     }
-    let (w, s) = pool_params(attrs)?;
+    let (w, s) = pool_params(attrs).map_err(Diag::unlocated)?;
     match (window_out(x.shape[2], w[0], s[0], 0), window_out(x.shape[3], w[1], s[1], 0)) {
         (Some(oh), Some(ow)) => Ok(vec![x.shape[0], x.shape[1], oh, ow]),
-        _ => Err(format!("pool window {w:?} does not fit input {x}")),
+        _ => Err(Diag::unlocated(format!("pool window {w:?} does not fit input {x}"))),
     }
 }
 
 /// Checks that `dims` are strictly increasing and below `rank`.
-fn check_dims(name: &str, dims: &[i64], rank: usize) -> Result<Vec<usize>, String> {
+fn check_dims(name: &str, dims: &[i64], rank: usize) -> Result<Vec<usize>, Diag> {
     let mut out = Vec::with_capacity(dims.len());
     for (i, &d) in dims.iter().enumerate() {
         if d < 0 || d as u64 >= rank as u64 {
-            return Err(format!("'{name}' entry {d} is out of range for rank {rank}"));
+            return Err(Diag::unlocated(format!("'{name}' entry {d} is out of range for rank {rank}")));
         }
         if i > 0 && d <= dims[i - 1] {
-            return Err(format!("'{name}' must be strictly increasing, got {dims:?}"));
+            return Err(Diag::unlocated(format!("'{name}' must be strictly increasing, got {dims:?}")));
         }
         out.push(d as usize);
     }
     Ok(out)
 }
 
-fn required_ints<'a>(attrs: &'a Attrs, name: &str) -> Result<&'a [i64], String> {
+fn required_ints<'a>(attrs: &'a Attrs, name: &str) -> Result<&'a [i64], Diag> {
     attrs
         .get(name)
         .and_then(Attr::as_ints)
-        .ok_or_else(|| format!("requires attribute '{name}' (array of integers)"))
+        .ok_or_else(|| Diag::unlocated(format!("requires attribute '{name}' (array of integers)")))
 }
 
 /// Checks attribute presence and kinds against the op table. Unknown
 /// attributes without a dialect prefix are errors; dotted names other than
 /// the `ck.*` pass attributes are allowed, as MLIR's discardable attributes.
-pub fn check_attrs(kind: OpKind, attrs: &Attrs, num_operands: usize) -> Result<(), String> {
+pub fn check_attrs(kind: OpKind, attrs: &Attrs, num_operands: usize) -> Result<(), Diag> {
     let specs = kind.attr_specs();
     for s in specs {
         match attrs.get(s.name) {
             None if s.required => {
-                return Err(format!("requires attribute '{}' ({})", s.name, s.kind.name()));
+                return Err(Diag::unlocated(format!("requires attribute '{}' ({})", s.name, s.kind.name())));
             }
             Some(a) if !s.kind.matches(a) => {
-                return Err(format!(
+                return Err(Diag::unlocated(format!(
                     "attribute '{}' must be {}, got {}",
                     s.name,
                     s.kind.name(),
                     a.kind_name()
-                ));
+                )));
             }
             _ => {}
         }
@@ -384,32 +385,32 @@ pub fn check_attrs(kind: OpKind, attrs: &Attrs, num_operands: usize) -> Result<(
         }
         if let Some(s) = DISCARDABLE_ATTRS.iter().find(|s| s.name == k) {
             if !s.kind.matches(a) {
-                return Err(format!("attribute '{k}' must be {}, got {}", s.kind.name(), a.kind_name()));
+                return Err(Diag::unlocated(format!("attribute '{k}' must be {}, got {}", s.kind.name(), a.kind_name())));
             }
             if k == ATTR_INPLACE {
                 let n = a.as_int().unwrap_or(-1);
                 if n < 0 || n as u64 >= num_operands as u64 {
-                    return Err(format!("'{k}' = {n} is not an operand index (op has {num_operands})"));
+                    return Err(Diag::unlocated(format!("'{k}' = {n} is not an operand index (op has {num_operands})")));
                 }
             }
             if k == ATTR_OFFSET && a.as_int().unwrap_or(-1) < 0 {
-                return Err(format!("'{k}' must be a non-negative byte offset"));
+                return Err(Diag::unlocated(format!("'{k}' must be a non-negative byte offset")));
             }
             continue;
         }
         if !k.contains('.') {
             let known: Vec<&str> = specs.iter().map(|s| s.name).collect();
             return Err(if known.is_empty() {
-                format!("unknown attribute '{k}' (ck.{} takes none)", kind.name())
+                Diag::unlocated(format!("unknown attribute '{k}' (ck.{} takes none)", kind.name()))
             } else {
-                format!("unknown attribute '{k}' (ck.{} takes: {})", kind.name(), known.join(", "))
+                Diag::unlocated(format!("unknown attribute '{k}' (ck.{} takes: {})", kind.name(), known.join(", ")))
             });
         }
     }
     if kind == OpKind::Dropout {
         let r = attrs.get("rate").and_then(Attr::as_f32).unwrap_or(0.0);
         if !(0.0..1.0).contains(&r) {
-            return Err(format!("dropout 'rate' must be in [0, 1), got {r}"));
+            return Err(Diag::unlocated(format!("dropout 'rate' must be in [0, 1), got {r}")));
         }
     }
     Ok(())
@@ -421,16 +422,17 @@ pub fn check_attrs(kind: OpKind, attrs: &Attrs, num_operands: usize) -> Result<(
 /// (builders). For ops whose result cannot be inferred
 /// (`needs_declared_type`), `declared` is required and checked for
 /// consistency. Returns the result type (`None` for `return`).
-/// Errors are messages; the caller attaches the op's location.
+/// Errors are unlocated diagnostics (`Diag::unlocated`); the caller reports
+/// their message at the op's location.
 pub fn infer_type(
     kind: OpKind,
     attrs: &Attrs,
     operands: &[&TensorType],
     declared: Option<&TensorType>,
-) -> Result<Option<TensorType>, String> {
+) -> Result<Option<TensorType>, Diag> {
     use OpKind::*;
     if !kind.arity().accepts(operands.len()) {
-        return Err(format!("expects {}, got {}", kind.arity().describe(), operands.len()));
+        return Err(Diag::unlocated(format!("expects {}, got {}", kind.arity().describe(), operands.len())));
     }
     check_attrs(kind, attrs, operands.len())?;
     if kind == Return {
@@ -440,46 +442,46 @@ pub fn infer_type(
     if let Some(first) = operands.first() {
         for o in &operands[1..] {
             if o.dtype != first.dtype {
-                return Err(format!("operand element types differ: {} and {}", first, o));
+                return Err(Diag::unlocated(format!("operand element types differ: {} and {}", first, o)));
             }
         }
         if let Some(d) = declared {
             if d.dtype != first.dtype {
-                return Err(format!("result element type {} differs from operand type {}", d.dtype.name(), first));
+                return Err(Diag::unlocated(format!("result element type {} differs from operand type {}", d.dtype.name(), first)));
             }
         }
     }
     let need_declared = || {
-        declared.cloned().ok_or_else(|| "needs an explicit result type".to_string())
+        declared.cloned().ok_or_else(|| Diag::unlocated("needs an explicit result type"))
     };
     let inferred: TensorType = match kind {
         Dropout if operands.len() == 2 => {
             if operands[1].rank() != 0 {
-                return Err(format!("dropout's step key operand must be rank 0, got {}", operands[1]));
+                return Err(Diag::unlocated(format!("dropout's step key operand must be rank 0, got {}", operands[1])));
             }
             operands[0].clone()
         }
         _ if kind.is_unary_elementwise() => operands[0].clone(),
         _ if kind.is_binary_elementwise() => {
             if operands[0].shape != operands[1].shape {
-                return Err(format!(
+                return Err(Diag::unlocated(format!(
                     "operand shapes must be equal (no implicit broadcasting), got {} and {}",
                     operands[0], operands[1]
-                ));
+                )));
             }
             operands[0].clone()
         }
         Fill => need_declared()?,
         Constant => {
-            let (shape, data) = attrs.get("value").and_then(Attr::as_dense).ok_or("requires attribute 'value' (dense f32 elements)")?;
+            let (shape, data) = attrs.get("value").and_then(Attr::as_dense).ok_or_else(|| Diag::unlocated("requires attribute 'value' (dense f32 elements)"))?;
             let ty = TensorType::f32(shape.to_vec());
             if ty.num_elements() != Some(data.len() as u64) {
-                return Err(format!("'value' holds {} elements but its type {ty} needs {:?}", data.len(), ty.num_elements()));
+                return Err(Diag::unlocated(format!("'value' holds {} elements but its type {ty} needs {:?}", data.len(), ty.num_elements())));
             }
             if let Some(d) = declared
                 && d.dtype != ty.dtype
             {
-                return Err(format!("result element type {} differs from the f32 elements of 'value'", d.dtype.name()));
+                return Err(Diag::unlocated(format!("result element type {} differs from the f32 elements of 'value'", d.dtype.name())));
             }
             ty
         }
@@ -488,15 +490,15 @@ pub fn infer_type(
             let x = operands[0];
             let dims = required_ints(attrs, "dims")?;
             if dims.len() != x.rank() {
-                return Err(format!("'dims' has {} entries but the operand has rank {}", dims.len(), x.rank()));
+                return Err(Diag::unlocated(format!("'dims' has {} entries but the operand has rank {}", dims.len(), x.rank())));
             }
             let dims = check_dims("dims", dims, y.rank())?;
             for (i, &d) in dims.iter().enumerate() {
                 if x.shape[i] != y.shape[d] {
-                    return Err(format!(
+                    return Err(Diag::unlocated(format!(
                         "operand dim {i} ({}) does not match result dim {d} ({})",
                         x.shape[i], y.shape[d]
-                    ));
+                    )));
                 }
             }
             y
@@ -511,12 +513,12 @@ pub fn infer_type(
             let x = operands[0];
             let perm = required_ints(attrs, "perm")?;
             if perm.len() != x.rank() {
-                return Err(format!("'perm' has {} entries but the operand has rank {}", perm.len(), x.rank()));
+                return Err(Diag::unlocated(format!("'perm' has {} entries but the operand has rank {}", perm.len(), x.rank())));
             }
             let mut seen = vec![false; x.rank()];
             for &p in perm {
                 if p < 0 || p as u64 >= x.rank() as u64 || seen[p as usize] {
-                    return Err(format!("'perm' {perm:?} is not a permutation of 0..{}", x.rank()));
+                    return Err(Diag::unlocated(format!("'perm' {perm:?} is not a permutation of 0..{}", x.rank())));
                 }
                 seen[p as usize] = true;
             }
@@ -525,7 +527,7 @@ pub fn infer_type(
         Reshape => {
             let y = need_declared()?;
             if y.num_elements() != operands[0].num_elements() {
-                return Err(format!("reshape from {} to {} changes the element count", operands[0], y));
+                return Err(Diag::unlocated(format!("reshape from {} to {} changes the element count", operands[0], y)));
             }
             y
         }
@@ -534,19 +536,19 @@ pub fn infer_type(
             let x = operands[0];
             let offs = required_ints(attrs, "offsets")?;
             if offs.len() != x.rank() || y.rank() != x.rank() {
-                return Err(format!(
+                return Err(Diag::unlocated(format!(
                     "slice of {x} needs {} offsets and a result of the same rank, got {} offsets and {y}",
                     x.rank(),
                     offs.len()
-                ));
+                )));
             }
             for i in 0..x.rank() {
                 let o = offs[i];
                 if o < 0 || (o as u64).checked_add(y.shape[i]).is_none_or(|end| end > x.shape[i]) {
-                    return Err(format!(
+                    return Err(Diag::unlocated(format!(
                         "slice window [{o}, {o}+{}) is outside dim {i} of size {}",
                         y.shape[i], x.shape[i]
-                    ));
+                    )));
                 }
             }
             y
@@ -555,7 +557,7 @@ pub fn infer_type(
             let first = operands[0];
             let dim = attrs.get("dim").and_then(Attr::as_int).unwrap_or(-1);
             if dim < 0 || dim as u64 >= first.rank() as u64 {
-                return Err(format!("'dim' = {dim} is out of range for rank {}", first.rank()));
+                return Err(Diag::unlocated(format!("'dim' = {dim} is out of range for rank {}", first.rank())));
             }
             let dim = dim as usize;
             let mut total: u64 = 0;
@@ -563,9 +565,9 @@ pub fn infer_type(
                 if o.rank() != first.rank()
                     || (0..first.rank()).any(|i| i != dim && o.shape[i] != first.shape[i])
                 {
-                    return Err(format!("concat operands {first} and {o} differ outside dim {dim}"));
+                    return Err(Diag::unlocated(format!("concat operands {first} and {o} differ outside dim {dim}")));
                 }
-                total = total.checked_add(o.shape[dim]).ok_or("concat size overflows")?;
+                total = total.checked_add(o.shape[dim]).ok_or_else(|| Diag::unlocated("concat size overflows"))?;
             }
             let mut shape = first.shape.clone();
             shape[dim] = total;
@@ -574,11 +576,11 @@ pub fn infer_type(
         Matmul => {
             let (a, b) = (operands[0], operands[1]);
             if a.rank() < 2 || a.rank() != b.rank() {
-                return Err(format!("matmul needs operands of equal rank >= 2, got {a} and {b}"));
+                return Err(Diag::unlocated(format!("matmul needs operands of equal rank >= 2, got {a} and {b}")));
             }
             let r = a.rank();
             if a.shape[..r - 2] != b.shape[..r - 2] {
-                return Err(format!("matmul batch dims differ: {a} and {b}"));
+                return Err(Diag::unlocated(format!("matmul batch dims differ: {a} and {b}")));
             }
             let (m, ka) = if attr_bool(attrs, "transpose_a") {
                 (a.shape[r - 1], a.shape[r - 2])
@@ -591,7 +593,7 @@ pub fn infer_type(
                 (b.shape[r - 2], b.shape[r - 1])
             };
             if ka != kb {
-                return Err(format!("matmul contraction dims differ: {ka} vs {kb} ({a} x {b})"));
+                return Err(Diag::unlocated(format!("matmul contraction dims differ: {ka} vs {kb} ({a} x {b})")));
             }
             let mut shape = a.shape[..r - 2].to_vec();
             shape.extend([m, n]);
@@ -603,7 +605,7 @@ pub fn infer_type(
             let dx = need_declared()?;
             let y = shape_of_conv(&dx, w, attrs)?;
             if y != dy.shape {
-                return Err(format!("conv2d of {dx} with {w} gives {:?}, not the shape of dy {dy}", y));
+                return Err(Diag::unlocated(format!("conv2d of {dx} with {w} gives {:?}, not the shape of dy {dy}", y)));
             }
             dx
         }
@@ -612,7 +614,7 @@ pub fn infer_type(
             let dw = need_declared()?;
             let y = shape_of_conv(x, &dw, attrs)?;
             if y != dy.shape {
-                return Err(format!("conv2d of {x} with {dw} gives {:?}, not the shape of dy {dy}", y));
+                return Err(Diag::unlocated(format!("conv2d of {x} with {dw} gives {:?}, not the shape of dy {dy}", y)));
             }
             dw
         }
@@ -621,7 +623,7 @@ pub fn infer_type(
             let (x, dy) = (operands[0], operands[1]);
             let y = shape_of_pool(x, attrs)?;
             if y != dy.shape {
-                return Err(format!("pooling {x} gives {y:?}, not the shape of dy {dy}"));
+                return Err(Diag::unlocated(format!("pooling {x} gives {y:?}, not the shape of dy {dy}")));
             }
             x.clone()
         }
@@ -629,18 +631,18 @@ pub fn infer_type(
             let dx = need_declared()?;
             let y = shape_of_pool(&dx, attrs)?;
             if y != operands[0].shape {
-                return Err(format!("pooling {dx} gives {y:?}, not the shape of dy {}", operands[0]));
+                return Err(Diag::unlocated(format!("pooling {dx} gives {y:?}, not the shape of dy {}", operands[0])));
             }
             dx
         }
-        _ => return Err(format!("no type rule for 'ck.{}'", kind.name())),
+        _ => return Err(Diag::unlocated(format!("no type rule for 'ck.{}'", kind.name()))),
     };
     if inferred.byte_size().is_none() {
-        return Err(format!("result type {inferred} has a size that overflows"));
+        return Err(Diag::unlocated(format!("result type {inferred} has a size that overflows")));
     }
     if let Some(d) = declared {
         if *d != inferred {
-            return Err(format!("result type {d} does not match the inferred type {inferred}"));
+            return Err(Diag::unlocated(format!("result type {d} does not match the inferred type {inferred}")));
         }
     }
     Ok(Some(inferred))

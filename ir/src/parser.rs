@@ -318,8 +318,17 @@ impl<'a> Lexer<'a> {
     }
 }
 
+/// Why a string literal could not be decoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+enum StrLitError {
+    #[error("bad escape in string literal")]
+    BadEscape,
+    #[error("string literal is not valid UTF-8 after unescaping")]
+    NotUtf8,
+}
+
 /// Decodes a validated string literal span (with quotes).
-fn decode_string(span: &str) -> Result<String, String> {
+fn decode_string(span: &str) -> Result<String, StrLitError> {
     if !span.contains('\\') {
         return Ok(span.get(1..span.len().saturating_sub(1).max(1)).unwrap_or("").to_string());
     }
@@ -336,7 +345,7 @@ fn decode_string(span: &str) -> Result<String, String> {
                 b'\\' => out.push(b'\\'),
                 _ => {
                     let hex = std::str::from_utf8(inner.get(i + 1..i + 3).unwrap_or(b"")).unwrap_or("");
-                    let v = u8::from_str_radix(hex, 16).map_err(|_| "bad escape in string literal".to_string())?;
+                    let v = u8::from_str_radix(hex, 16).map_err(|_| StrLitError::BadEscape)?;
                     out.push(v);
                     i += 3;
                     continue;
@@ -348,7 +357,7 @@ fn decode_string(span: &str) -> Result<String, String> {
             i += 1;
         }
     }
-    String::from_utf8(out).map_err(|_| "string literal is not valid UTF-8 after unescaping".to_string())
+    String::from_utf8(out).map_err(|_| StrLitError::NotUtf8)
 }
 
 // ---------------------------------------------------------------- parser
@@ -679,7 +688,7 @@ impl<'a> Parser<'a> {
                 K::Ident => self.span(kt).to_string(),
                 K::Str => match decode_string(self.span(kt)) {
                     Ok(s) => s,
-                    Err(m) => return self.err(kt, m),
+                    Err(e) => return self.err(kt, e.to_string()),
                 },
                 _ => return self.expected("an attribute name"),
             };
@@ -724,7 +733,7 @@ impl<'a> Parser<'a> {
                 self.bump();
                 match decode_string(self.span(t)) {
                     Ok(s) => Ok(Attr::Str(s)),
-                    Err(m) => self.err(t, m),
+                    Err(e) => self.err(t, e.to_string()),
                 }
             }
             K::Int | K::Hex | K::Float => self.parse_number_attr(),
@@ -908,8 +917,8 @@ impl<'a> Parser<'a> {
         let name = if raw.as_bytes().get(1) == Some(&b'"') {
             match decode_string(&raw[1..]) {
                 Ok(s) => s,
-                Err(m) => {
-                    let _: PResult<()> = self.err(name_tok, m);
+                Err(e) => {
+                    let _: PResult<()> = self.err(name_tok, e.to_string());
                     return None;
                 }
             }
@@ -1032,7 +1041,7 @@ impl<'a> Parser<'a> {
         let opname: std::borrow::Cow<'a, str> = if span.contains('\\') {
             match decode_string(span) {
                 Ok(s) => s.into(),
-                Err(m) => return self.err(nt, m),
+                Err(e) => return self.err(nt, e.to_string()),
             }
         } else {
             span.get(1..span.len().saturating_sub(1).max(1)).unwrap_or("").into()

@@ -21,25 +21,39 @@ use crate::ops::{ARG_ATTRS, ATTR_ARENA_BYTES, ATTR_NAME, OpKind, infer_type};
 use crate::types::TensorType;
 use std::collections::HashSet;
 
+/// A problem with a function's or an argument's attribute dictionary
+/// (`what` is "function" or "argument"); displayed as the verifier reports it.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+enum FuncAttrError {
+    #[error("{what} attribute '{key}' must be unit, got {got}")]
+    NotUnit { what: &'static str, key: String, got: &'static str },
+    #[error("{what} attribute '{key}' must be a non-negative i64 byte count")]
+    NotBytes { what: &'static str, key: String },
+    #[error("{what} attribute '{key}' must be a string, got {got}")]
+    NotString { what: &'static str, key: String, got: &'static str },
+    #[error("unknown {what} attribute '{key}' (known: {})", known.join(", "))]
+    Unknown { what: &'static str, key: String, known: Vec<&'static str> },
+}
+
 /// Checks a dictionary of function (`what` = "function") or argument
 /// attributes: the known `ck.*` names with their kinds, no unknown `ck.*` or
 /// undotted names. Returns the first problem.
-fn check_func_attrs(attrs: &Attrs, known: &[(&str, &str)], what: &str) -> Result<(), String> {
+fn check_func_attrs(attrs: &Attrs, known: &[(&'static str, &str)], what: &'static str) -> Result<(), FuncAttrError> {
     for (k, a) in attrs {
+        let key = || k.to_string();
         match known.iter().find(|(n, _)| n == k) {
             Some((_, "unit")) if !matches!(a, Attr::Unit) => {
-                return Err(format!("{what} attribute '{k}' must be unit, got {}", a.kind_name()));
+                return Err(FuncAttrError::NotUnit { what, key: key(), got: a.kind_name() });
             }
             Some((_, "bytes")) if !matches!(a, Attr::Int(v) if *v >= 0) => {
-                return Err(format!("{what} attribute '{k}' must be a non-negative i64 byte count"));
+                return Err(FuncAttrError::NotBytes { what, key: key() });
             }
             Some((_, "string")) if !matches!(a, Attr::Str(_)) => {
-                return Err(format!("{what} attribute '{k}' must be a string, got {}", a.kind_name()));
+                return Err(FuncAttrError::NotString { what, key: key(), got: a.kind_name() });
             }
             Some(_) => {}
             None if !k.contains('.') || k.starts_with("ck.") => {
-                let names: Vec<&str> = known.iter().map(|(n, _)| *n).collect();
-                return Err(format!("unknown {what} attribute '{k}' (known: {})", names.join(", ")));
+                return Err(FuncAttrError::Unknown { what, key: key(), known: known.iter().map(|(n, _)| *n).collect() });
             }
             None => {}
         }
@@ -55,7 +69,7 @@ pub fn verify_func(f: &Func, diags: &mut Diags) {
         diags.push(at(&f.loc, format!("@{}: {m}", f.name)));
     }
     for (i, p) in f.params.iter().enumerate() {
-        let known: Vec<(&str, &str)> = ARG_ATTRS.iter().map(|&a| (a, "unit")).chain([(ATTR_NAME, "string")]).collect();
+        let known: Vec<(&'static str, &str)> = ARG_ATTRS.iter().map(|&a| (a, "unit")).chain([(ATTR_NAME, "string")]).collect();
         if let Err(m) = check_func_attrs(&p.attrs, &known, "argument") {
             diags.push(at(&f.loc, format!("@{} argument #{i}: {m}", f.name)));
         }
@@ -98,8 +112,8 @@ pub fn verify_func(f: &Func, diags: &mut Diags) {
         }
         let tys: Vec<&TensorType> = op.operands.iter().map(|&v| f.ty(v)).collect();
         let declared = op.result.map(|r| f.ty(r));
-        if let Err(m) = infer_type(op.kind, &op.attrs, &tys, declared) {
-            diags.push(err(m));
+        if let Err(d) = infer_type(op.kind, &op.attrs, &tys, declared) {
+            diags.push(err(d.message));
         }
         if op.kind == OpKind::Return {
             let got: Vec<&TensorType> = tys;

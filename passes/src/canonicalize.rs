@@ -1,22 +1,12 @@
 //! `canonicalize`: local folds that remove no-op and doubled data movement.
 //!
 //! Each rule is exact (the result is bit-for-bit what the original computed,
-//! so `interp(f) == interp(canonicalize(f))` with no tolerance). Written
-//! `op(args) => replacement`, with `x` an operand:
-//!
-//! - `scale(x) {value = 1.0}  => x`
-//! - `scale(x) {value = -1.0} => neg(x)`            (IEEE: -1·x flips the sign exactly)
-//! - `neg(neg(x))             => x`
-//! - `reshape(x) : T -> T     => x`                 (same type)
-//! - `reshape(reshape(x))     => reshape(x)`        (or `x` if the types match)
-//! - `transpose(x) {perm = identity} => x`
-//! - `transpose(transpose(x) {perm = p}) {perm = q} => transpose(x) {perm = p∘q}`
-//!   where `(p∘q)[i] = p[q[i]]` (numpy convention; identity gives `x`)
-//! - `broadcast(x) : T -> T   => x`
-//! - `slice(x) {offsets = 0..} : T -> T => x`
-//! - `reduce_sum/reduce_max(x) {dims = []} => x`
-//! - `concat(x) {dim}         => x`                 (single operand)
-//! - `dropout(x) {rate = 0.0} => x`                 (every element kept, divided by 1)
+//! so `interp(f) == interp(canonicalize(f))` with no tolerance). The rules
+//! are the entries of [`crate::identities`] marked `canonicalize` (scale by
+//! ±1, `neg(neg x)`, identity reshape/transpose/broadcast/slice/reduce/
+//! concat/dropout, `transpose∘transpose` composed, `reshape∘reshape`
+//! merged); `FOLDS` implements them, one fold per identity, and the
+//! identity list's tests check the two agree.
 //!
 //! Ops left without uses by a fold (and ops that were already dead) are
 //! erased, as MLIR's canonicalizer erases trivially dead ops. This pass stays
@@ -39,6 +29,7 @@
 use crate::manager::{Pass, PassOptions, Statistics};
 use crate::rewrite::{ReplaceGuard, Replacements, compact_values, remove_dead_ops};
 use ckopt_ir::ops::{ATTR_INPLACE, ATTR_OFFSET};
+use crate::identities::Identity;
 use ckopt_ir::{Attr, Diags, Func, Module, Op, OpKind, ValueId};
 
 /// What one canonicalization run did.
@@ -62,6 +53,11 @@ enum Fold {
 
 /// Applies the folds to `f`.
 pub fn canonicalize(f: &mut Func) -> CanonStats {
+    canonicalize_traced(f, &mut Vec::new())
+}
+
+/// [`canonicalize`], also listing the identity of every fold applied, in order.
+pub(crate) fn canonicalize_traced(f: &mut Func, fired: &mut Vec<Identity>) -> CanonStats {
     let guard = ReplaceGuard::new(f);
     let mut repl = Replacements::new(f);
     let mut stats = CanonStats::default();
@@ -70,7 +66,11 @@ pub fn canonicalize(f: &mut Func) -> CanonStats {
     let mut body: Vec<Op> = Vec::with_capacity(f.body.len());
     for mut op in std::mem::take(&mut f.body) {
         repl.apply(&mut op.operands);
-        match fold(f, &body, &def, &guard, &op) {
+        let folded = fold(f, &body, &def, &guard, &op).map(|(id, fold)| {
+            fired.push(id);
+            fold
+        });
+        match folded {
             Some(Fold::Value(v)) => {
                 if let Some(r) = op.result {
                     repl.replace(r, v);
@@ -113,80 +113,121 @@ fn is_identity_perm(p: &[i64]) -> bool {
     p.iter().enumerate().all(|(i, &d)| d == i as i64)
 }
 
-fn fold(f: &Func, body: &[Op], def: &[Option<usize>], guard: &ReplaceGuard, op: &Op) -> Option<Fold> {
+/// What a fold sees besides the op: the function, the new body so far, the
+/// defining op of each value in it, and the lifetime guard.
+struct Ctx<'a> {
+    f: &'a Func,
+    body: &'a [Op],
+    def: &'a [Option<usize>],
+    guard: &'a ReplaceGuard,
+}
+
+impl Ctx<'_> {
+    /// A fold of `r` to an existing value `v` extends `v`'s life, and hands
+    /// it any in-place overwrite of `r`.
+    fn to_value(&self, r: ValueId, v: ValueId) -> Option<Fold> {
+        self.guard.may_replace(r, v).then_some(Fold::Value(v))
+    }
+    fn producer(&self, v: ValueId) -> Option<&Op> {
+        producer(self.body, self.def, v)
+    }
+}
+
+/// Rewriting the op itself is not done on ops placed or made in-place by later passes.
+fn rewritable(op: &Op) -> bool {
+    !op.has_attr(ATTR_INPLACE) && !op.has_attr(ATTR_OFFSET)
+}
+
+/// One fold: given the op, its result `r` and first operand `x`.
+type FoldFn = fn(&Ctx, &Op, ValueId, ValueId) -> Option<Fold>;
+
+/// The folds, each under its identity of [`crate::identities`] and for the
+/// op kinds it applies to. An op gets the first fold (in this order) that
+/// fires; the folds of one kind exclude each other.
+const FOLDS: &[(Identity, &[OpKind], FoldFn)] = &[
+    (Identity::ScaleOne, &[OpKind::Scale], |c, op, r, x| (op.f32_attr("value")? == 1.0).then(|| c.to_value(r, x)).flatten()),
+    (Identity::ScaleMinusOne, &[OpKind::Scale], |_, op, _, _| {
+        (op.f32_attr("value")? == -1.0 && rewritable(op)).then(|| {
+            let mut new = op.clone();
+            new.kind = OpKind::Neg;
+            new.attrs.remove("value");
+            Fold::Op(new)
+        })
+    }),
+    (Identity::NegNeg, &[OpKind::Neg], |c, _, r, x| {
+        let inner = c.producer(x)?;
+        let src = *inner.operands.first()?;
+        (inner.kind == OpKind::Neg).then(|| c.to_value(r, src)).flatten()
+    }),
+    (Identity::ReshapeIdentity, &[OpKind::Reshape], |c, _, r, x| (c.f.ty(x) == c.f.ty(r)).then(|| c.to_value(r, x)).flatten()),
+    (Identity::ReshapeReshape, &[OpKind::Reshape], |c, op, r, x| {
+        if c.f.ty(x) == c.f.ty(r) {
+            return None; // reshape-identity's case, even when its guard refused
+        }
+        let inner = c.producer(x).filter(|p| p.kind == OpKind::Reshape)?;
+        let src = *inner.operands.first()?;
+        if c.f.ty(src) == c.f.ty(r) {
+            return c.to_value(r, src);
+        }
+        if !rewritable(op) || !c.guard.may_extend(src) {
+            return None;
+        }
+        let mut new = op.clone();
+        new.operands = vec![src];
+        Some(Fold::Op(new))
+    }),
+    (Identity::TransposeIdentity, &[OpKind::Transpose], |c, op, r, x| {
+        is_identity_perm(ints(op, "perm")?).then(|| c.to_value(r, x)).flatten()
+    }),
+    (Identity::TransposeTranspose, &[OpKind::Transpose], |c, op, r, x| {
+        let q = ints(op, "perm")?;
+        if is_identity_perm(q) {
+            return None; // transpose-identity's case, even when its guard refused
+        }
+        let inner = c.producer(x).filter(|p| p.kind == OpKind::Transpose)?;
+        let p = ints(inner, "perm")?;
+        let src = *inner.operands.first()?;
+        // result dim i = inner dim q[i] = src dim p[q[i]]
+        let composed: Option<Vec<i64>> =
+            q.iter().map(|&qi| usize::try_from(qi).ok().and_then(|qi| p.get(qi).copied())).collect();
+        let composed = composed?;
+        if is_identity_perm(&composed) {
+            return c.to_value(r, src);
+        }
+        if !rewritable(op) || !c.guard.may_extend(src) {
+            return None;
+        }
+        let mut new = op.clone();
+        new.operands = vec![src];
+        new.attrs.insert("perm".into(), Attr::IntArray(composed));
+        Some(Fold::Op(new))
+    }),
+    (Identity::BroadcastIdentity, &[OpKind::Broadcast], |c, _, r, x| (c.f.ty(x) == c.f.ty(r)).then(|| c.to_value(r, x)).flatten()),
+    (Identity::SliceIdentity, &[OpKind::Slice], |c, op, r, x| {
+        (c.f.ty(x) == c.f.ty(r) && ints(op, "offsets")?.iter().all(|&o| o == 0)).then(|| c.to_value(r, x)).flatten()
+    }),
+    (Identity::ReduceNoDims, &[OpKind::ReduceSum, OpKind::ReduceMax], |c, op, r, x| {
+        ints(op, "dims")?.is_empty().then(|| c.to_value(r, x)).flatten()
+    }),
+    (Identity::ConcatSingle, &[OpKind::Concat], |c, op, r, x| (op.operands.len() == 1).then(|| c.to_value(r, x)).flatten()),
+    (Identity::DropoutZero, &[OpKind::Dropout], |c, op, r, x| (op.f32_attr("rate") == Some(0.0)).then(|| c.to_value(r, x)).flatten()),
+];
+
+/// The identities canonicalize folds by, one per entry of its fold table
+/// (checked against [`crate::identities::IDENTITIES`] by its tests).
+pub fn folded_identities() -> impl Iterator<Item = Identity> {
+    FOLDS.iter().map(|(id, _, _)| *id)
+}
+
+/// The first fold of `FOLDS` that fires on `op`, with its identity.
+fn fold(f: &Func, body: &[Op], def: &[Option<usize>], guard: &ReplaceGuard, op: &Op) -> Option<(Identity, Fold)> {
     let r = op.result?;
     let x = *op.operands.first()?;
-    let same_type = f.ty(x) == f.ty(r);
-    // A fold to an existing value `v` extends `v`'s life, and hands it any
-    // in-place overwrite of `r`.
-    let to_value = |v: ValueId| guard.may_replace(r, v).then_some(Fold::Value(v));
-    // Rewriting the op itself is not done on ops placed or made in-place by later passes.
-    let rewritable = !op.has_attr(ATTR_INPLACE) && !op.has_attr(ATTR_OFFSET);
-    match op.kind {
-        OpKind::Scale => {
-            let v = op.f32_attr("value")?;
-            if v == 1.0 {
-                to_value(x)
-            } else if v == -1.0 && rewritable {
-                let mut new = op.clone();
-                new.kind = OpKind::Neg;
-                new.attrs.remove("value");
-                Some(Fold::Op(new))
-            } else {
-                None
-            }
-        }
-        OpKind::Neg => {
-            let inner = producer(body, def, x)?;
-            let src = *inner.operands.first()?;
-            (inner.kind == OpKind::Neg).then(|| to_value(src)).flatten()
-        }
-        OpKind::Reshape => {
-            if same_type {
-                return to_value(x);
-            }
-            let inner = producer(body, def, x).filter(|p| p.kind == OpKind::Reshape)?;
-            let src = *inner.operands.first()?;
-            if f.ty(src) == f.ty(r) {
-                return to_value(src);
-            }
-            if !rewritable || !guard.may_extend(src) {
-                return None;
-            }
-            let mut new = op.clone();
-            new.operands = vec![src];
-            Some(Fold::Op(new))
-        }
-        OpKind::Transpose => {
-            let q = ints(op, "perm")?;
-            if is_identity_perm(q) {
-                return to_value(x);
-            }
-            let inner = producer(body, def, x).filter(|p| p.kind == OpKind::Transpose)?;
-            let p = ints(inner, "perm")?;
-            let src = *inner.operands.first()?;
-            // result dim i = inner dim q[i] = src dim p[q[i]]
-            let composed: Option<Vec<i64>> =
-                q.iter().map(|&qi| usize::try_from(qi).ok().and_then(|qi| p.get(qi).copied())).collect();
-            let composed = composed?;
-            if is_identity_perm(&composed) {
-                return to_value(src);
-            }
-            if !rewritable || !guard.may_extend(src) {
-                return None;
-            }
-            let mut new = op.clone();
-            new.operands = vec![src];
-            new.attrs.insert("perm".into(), Attr::IntArray(composed));
-            Some(Fold::Op(new))
-        }
-        OpKind::Broadcast if same_type => to_value(x),
-        OpKind::Slice if same_type && ints(op, "offsets")?.iter().all(|&o| o == 0) => to_value(x),
-        OpKind::ReduceSum | OpKind::ReduceMax if ints(op, "dims")?.is_empty() => to_value(x),
-        OpKind::Concat if op.operands.len() == 1 => to_value(x),
-        OpKind::Dropout if op.f32_attr("rate") == Some(0.0) => to_value(x),
-        _ => None,
-    }
+    let c = Ctx { f, body, def, guard };
+    FOLDS
+        .iter()
+        .filter(|(_, kinds, _)| kinds.contains(&op.kind))
+        .find_map(|(id, _, fold)| fold(&c, op, r, x).map(|fold| (*id, fold)))
 }
 
 struct Canonicalize;

@@ -11,6 +11,7 @@ pub mod cse;
 pub mod dce;
 pub mod eqsat;
 pub mod fuse;
+pub mod identities;
 pub mod inplace;
 pub mod manager;
 pub mod memplan;

@@ -59,7 +59,7 @@ fn eval_tiny(k: OpKind) -> Result<(), String> {
     let types: Vec<TensorType> = shapes.iter().map(|s| TensorType::f32(s.clone())).collect();
     let refs: Vec<&TensorType> = types.iter().collect();
     let ty = infer_type(k, &a, &refs, declared.as_ref())
-        .map_err(|e| format!("type rule (ir/src/ops.rs infer_type): {e}"))?
+        .map_err(|e| format!("type rule (ir/src/ops.rs infer_type): {}", e.message))?
         .ok_or("type rule gives no result")?;
     let inputs: Vec<Tensor> = shapes
         .iter()
@@ -70,7 +70,7 @@ fn eval_tiny(k: OpKind) -> Result<(), String> {
         })
         .collect();
     let inrefs: Vec<&Tensor> = inputs.iter().collect();
-    let out = eval_kind(k, &a, &inrefs, &ty).map_err(|e| format!("interpreter (interp/src/eval.rs eval_kind): {e}"))?;
+    let out = eval_kind(k, &a, &inrefs, &ty).map_err(|e| format!("interpreter (interp/src/eval.rs eval_kind): {}", e.message))?;
     if out.data.iter().any(|v| !v.is_finite()) {
         return Err(format!("interpreter (interp/src/eval.rs eval_kind): non-finite result {:?}", out.data));
     }

@@ -34,14 +34,22 @@ pub fn rule_table_markdown() -> String {
 /// `doc` with the text between the markers replaced by `table`; `None` without both markers.
 #[cfg(test)]
 fn with_table(doc: &str, table: &str) -> Option<String> {
-    let b = doc.find(RULES_BEGIN)? + RULES_BEGIN.len();
-    let e = b + doc[b..].find(RULES_END)?;
-    Some(format!("{}\n{}{}", &doc[..b], table, &doc[e..]))
+    with_block(doc, RULES_BEGIN, RULES_END, table)
+}
+
+/// `doc` with the text between the lines `begin` and `end` replaced by
+/// `block`; `None` without both markers. (Also used for docs/passes.md's
+/// identity table, `crate::identities`.)
+#[cfg(test)]
+pub(crate) fn with_block(doc: &str, begin: &str, end: &str, block: &str) -> Option<String> {
+    let b = doc.find(begin)? + begin.len();
+    let e = b + doc[b..].find(end)?;
+    Some(format!("{}\n{}{}", &doc[..b], block, &doc[e..]))
 }
 
 /// A line diff (`-` only in `old`, `+` only in `new`), by longest common subsequence.
 #[cfg(test)]
-fn line_diff(old: &str, new: &str) -> String {
+pub(crate) fn line_diff(old: &str, new: &str) -> String {
     let a: Vec<&str> = old.lines().collect();
     let b: Vec<&str> = new.lines().collect();
     let mut lcs = vec![vec![0usize; b.len() + 1]; a.len() + 1];

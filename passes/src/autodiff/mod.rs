@@ -58,7 +58,7 @@
 
 
 mod conv;
-mod doc;
+pub(crate) mod doc;
 mod elementwise;
 mod emit;
 mod movement;

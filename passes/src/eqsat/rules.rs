@@ -1,11 +1,14 @@
 //! The named rewrites of the `inplace` pass. Each is a pure identity on
-//! values; the identity is written in the comment above it. None of them
+//! values, one entry of [`crate::identities`] (marked `inplace` there): the
+//! list gives each rule its name, and documents the identity and its
+//! exactness in f32; the list's tests check that [`rule_fns`] has exactly
+//! one rule for each identity the list marks `inplace`. None of them
 //! looks at liveness: whether an in-place form may really be used is decided
 //! outside the e-graph (`inplace::inplace_is_legal`).
 //!
 //! No general commutativity or associativity (they blow up the e-graph and
-//! change floating-point results). Exactness in f32: every identity below is
-//! exact (bit-for-bit) except where its comment says otherwise.
+//! change floating-point results). Exactness in f32: every identity is
+//! exact (bit-for-bit) except where the list says otherwise.
 //!
 //! Each rule is a custom egg searcher/applier pair over one function
 //! `fn(&CkGraph, &CkNode) -> Option<Rhs>`: given an e-node of the matched
@@ -14,6 +17,7 @@
 //! place or not. Complexity per iteration: O(e-nodes) per rule.
 
 use super::{CkGraph, CkNode, Head, TypeOf};
+use crate::identities::Identity;
 use ckopt_ir::{Attr, Attrs, OpKind};
 use egg::{Applier, Id, PatternAst, Rewrite, SearchMatches, Searcher, Subst, Symbol, Var};
 
@@ -121,11 +125,21 @@ fn is_pow2(v: f32) -> bool {
     v.is_normal() && (v.abs().to_bits() & 0x007F_FFFF) == 0
 }
 
-/// Every rule, in a fixed order.
+/// Every rule, in a fixed order, named by its identity.
 pub fn rules() -> Vec<Rewrite<CkNode, TypeOf>> {
+    rule_fns().into_iter().map(|(id, f)| rule(id.name(), f)).collect()
+}
+
+/// The identities the rules implement, in rule order (one per rule).
+pub fn rule_identities() -> impl Iterator<Item = Identity> {
+    rule_fns().into_iter().map(|(id, _)| id)
+}
+
+/// Every rule's identity and function, in a fixed order. The identity
+/// (its rewrite and exactness) is documented in [`crate::identities`].
+fn rule_fns() -> Vec<(Identity, RuleFn)> {
     vec![
-        // x * 1 = x  and  1 * x = x   (exact)
-        rule("mul-one", |eg, n| {
+        entry(Identity::MulOne, |eg, n| {
             (kind_of(n) == Some(OpKind::Mul)).then_some(())?;
             let (a, b) = (n.children[0], n.children[1]);
             if is_fill(eg, b, 1.0) {
@@ -136,13 +150,10 @@ pub fn rules() -> Vec<Rewrite<CkNode, TypeOf>> {
                 None
             }
         }),
-        // x / 1 = x   (exact)
-        rule("div-one", |eg, n| {
+        entry(Identity::DivOne, |eg, n| {
             (kind_of(n) == Some(OpKind::Div) && is_fill(eg, n.children[1], 1.0)).then(|| Rhs::Class(n.children[0]))
         }),
-        // x + (-0) = x and (-0) + x = x exactly; x + 0 = x except that
-        // -0 + 0 = +0 (equal as numbers, sign of zero differs).
-        rule("add-zero", |eg, n| {
+        entry(Identity::AddZero, |eg, n| {
             (kind_of(n) == Some(OpKind::Add)).then_some(())?;
             let (a, b) = (n.children[0], n.children[1]);
             if is_fill(eg, b, 0.0) || is_fill(eg, b, -0.0) {
@@ -153,27 +164,21 @@ pub fn rules() -> Vec<Rewrite<CkNode, TypeOf>> {
                 None
             }
         }),
-        // x - 0 = x   (exact, also for x = -0)
-        rule("sub-zero", |eg, n| {
+        entry(Identity::SubZero, |eg, n| {
             (kind_of(n) == Some(OpKind::Sub) && is_fill(eg, n.children[1], 0.0)).then(|| Rhs::Class(n.children[0]))
         }),
-        // scale{1}(x) = x   (exact)
-        rule("scale-one", |_, n| {
+        entry(Identity::ScaleOne, |_, n| {
             (kind_of(n) == Some(OpKind::Scale) && f32_attr(n, "value") == Some(1.0)).then(|| Rhs::Class(n.children[0]))
         }),
-        // -(-x) = x   (exact)
-        rule("neg-neg", |eg, n| {
+        entry(Identity::NegNeg, |eg, n| {
             (kind_of(n) == Some(OpKind::Neg)).then_some(())?;
             ops_of(eg, n.children[0], OpKind::Neg).next().map(|inner| Rhs::Class(inner.children[0]))
         }),
-        // relu(relu(x)) = relu(x)   (exact: relu is idempotent)
-        rule("relu-relu", |eg, n| {
+        entry(Identity::ReluRelu, |eg, n| {
             (kind_of(n) == Some(OpKind::Relu) && ops_of(eg, n.children[0], OpKind::Relu).next().is_some())
                 .then(|| Rhs::Class(n.children[0]))
         }),
-        // scale{a}(scale{b}(x)) = scale{a*b}(x) when a or b is a power of two
-        // (exact unless a product over/underflows; other factors would round twice).
-        rule("scale-scale", |eg, n| {
+        entry(Identity::ScaleScale, |eg, n| {
             (kind_of(n) == Some(OpKind::Scale)).then_some(())?;
             let a = f32_attr(n, "value")?;
             ops_of(eg, n.children[0], OpKind::Scale).find_map(|inner| {
@@ -183,22 +188,20 @@ pub fn rules() -> Vec<Rewrite<CkNode, TypeOf>> {
                     .then(|| Rhs::Node(CkNode::new_op(OpKind::Scale, value_attrs(ab), n.ty.clone(), vec![inner.children[0]])))
             })
         }),
-        // -(scale{a}(x)) = scale{-a}(x)   (exact: negation is exact)
-        rule("neg-scale", |eg, n| {
+        entry(Identity::NegScale, |eg, n| {
             (kind_of(n) == Some(OpKind::Neg)).then_some(())?;
             ops_of(eg, n.children[0], OpKind::Scale).find_map(|inner| {
                 let a = f32_attr(inner, "value")?;
                 Some(Rhs::Node(CkNode::new_op(OpKind::Scale, value_attrs(-a), n.ty.clone(), vec![inner.children[0]])))
             })
         }),
-        // transpose{p}(x) = x when p is the identity permutation   (exact)
-        rule("transpose-identity", |_, n| {
+        entry(Identity::TransposeIdentity, |_, n| {
             (kind_of(n) == Some(OpKind::Transpose)).then_some(())?;
             let p = ints_attr(n, "perm")?;
             p.iter().enumerate().all(|(i, &v)| v == i as i64).then(|| Rhs::Class(n.children[0]))
         }),
-        // transpose{p}(transpose{q}(x)) = transpose{r}(x), r[i] = q[p[i]]   (exact)
-        rule("transpose-transpose", |eg, n| {
+        entry(Identity::TransposeTranspose, |eg, n| {
+            // outer perm p, inner perm q: r[i] = q[p[i]]
             (kind_of(n) == Some(OpKind::Transpose)).then_some(())?;
             let p = ints_attr(n, "perm")?;
             ops_of(eg, n.children[0], OpKind::Transpose).find_map(|inner| {
@@ -208,39 +211,33 @@ pub fn rules() -> Vec<Rewrite<CkNode, TypeOf>> {
                 Some(Rhs::Node(CkNode::new_op(OpKind::Transpose, attrs, n.ty.clone(), vec![inner.children[0]])))
             })
         }),
-        // reshape<T>(x) = x when x already has type T   (exact)
-        rule("reshape-identity", |eg, n| {
+        entry(Identity::ReshapeIdentity, |eg, n| {
             (kind_of(n) == Some(OpKind::Reshape) && eg[n.children[0]].data == n.ty).then(|| Rhs::Class(n.children[0]))
         }),
-        // reshape<T>(reshape<U>(x)) = reshape<T>(x)   (exact: row-major order is kept)
-        rule("reshape-reshape", |eg, n| {
+        entry(Identity::ReshapeReshape, |eg, n| {
             (kind_of(n) == Some(OpKind::Reshape)).then_some(())?;
             ops_of(eg, n.children[0], OpKind::Reshape).next().map(|inner| {
                 Rhs::Node(CkNode::new_op(OpKind::Reshape, Attrs::new(), n.ty.clone(), vec![inner.children[0]]))
             })
         }),
-        // In-place forms: op(x, ...) = op!N(x, ...). Same value; the ! form
-        // writes it over operand N's buffer, allocating nothing. Whether that
-        // buffer is dead is NOT known here: inplace.rs checks it.
-        //
-        // u(x) = u!0(x) for unary elementwise u (neg, exp, log, tanh, sigmoid,
-        // relu, sqrt, rsqrt, dropout)
-        rule("inplace-unary", |_, n| inplace_form(n, |k| k.is_unary_elementwise() && k != OpKind::Scale, 0)),
-        // scale{a}(x) = scale{a}!0(x)
-        rule("inplace-scale", |_, n| inplace_form(n, |k| k == OpKind::Scale, 0)),
-        // a - b = (a - b)!0 = (a - b)!1, likewise *, /, max
-        rule("inplace-binary-lhs", |_, n| inplace_form(n, |k| matches!(k, OpKind::Sub | OpKind::Mul | OpKind::Div | OpKind::Max), 0)),
-        rule("inplace-binary-rhs", |_, n| inplace_form(n, |k| matches!(k, OpKind::Sub | OpKind::Mul | OpKind::Div | OpKind::Max), 1)),
-        // relu_grad(x, dy) = relu_grad!1(x, dy): the gradient overwrites dy
-        // (and relu_grad!0, over x, when dy is still needed)
-        rule("inplace-relu-grad-dy", |_, n| inplace_form(n, |k| k == OpKind::ReluGrad, 1)),
-        rule("inplace-relu-grad-x", |_, n| inplace_form(n, |k| k == OpKind::ReluGrad, 0)),
-        // gradient accumulation: a + b = (a + b)!0 = (a + b)!1
-        rule("inplace-accumulate-lhs", |_, n| inplace_form(n, |k| k == OpKind::Add, 0)),
-        rule("inplace-accumulate-rhs", |_, n| inplace_form(n, |k| k == OpKind::Add, 1)),
-        // reshape<T>(x) = reshape<T>!0(x): the same bytes under a new shape
-        rule("inplace-reshape", |_, n| inplace_form(n, |k| k == OpKind::Reshape, 0)),
+        // In-place forms: the ! form writes the same value over operand N's
+        // buffer, allocating nothing. Whether that buffer is dead is NOT
+        // known here: inplace.rs checks it.
+        entry(Identity::InplaceUnary, |_, n| inplace_form(n, |k| k.is_unary_elementwise() && k != OpKind::Scale, 0)),
+        entry(Identity::InplaceScale, |_, n| inplace_form(n, |k| k == OpKind::Scale, 0)),
+        entry(Identity::InplaceBinaryLhs, |_, n| inplace_form(n, |k| matches!(k, OpKind::Sub | OpKind::Mul | OpKind::Div | OpKind::Max), 0)),
+        entry(Identity::InplaceBinaryRhs, |_, n| inplace_form(n, |k| matches!(k, OpKind::Sub | OpKind::Mul | OpKind::Div | OpKind::Max), 1)),
+        entry(Identity::InplaceReluGradDy, |_, n| inplace_form(n, |k| k == OpKind::ReluGrad, 1)),
+        entry(Identity::InplaceReluGradX, |_, n| inplace_form(n, |k| k == OpKind::ReluGrad, 0)),
+        entry(Identity::InplaceAccumulateLhs, |_, n| inplace_form(n, |k| k == OpKind::Add, 0)),
+        entry(Identity::InplaceAccumulateRhs, |_, n| inplace_form(n, |k| k == OpKind::Add, 1)),
+        entry(Identity::InplaceReshape, |_, n| inplace_form(n, |k| k == OpKind::Reshape, 0)),
     ]
+}
+
+/// A rule table entry (the type annotation makes each closure a `RuleFn`).
+fn entry(id: Identity, f: RuleFn) -> (Identity, RuleFn) {
+    (id, f)
 }
 
 /// The in-place form over operand `n` of an op e-node whose kind passes `ok`.
