@@ -424,219 +424,46 @@ pub fn check_attrs(kind: OpKind, attrs: &Attrs, num_operands: usize) -> Result<(
 /// consistency. Returns the result type (`None` for `return`).
 /// Errors are unlocated diagnostics (`Diag::unlocated`); the caller reports
 /// their message at the op's location.
+///
+/// The phases: arity, attributes, element types, the rule of the op's family
+/// ([`infer_result`]), then the checks on the inferred type.
 pub fn infer_type(
     kind: OpKind,
     attrs: &Attrs,
     operands: &[&TensorType],
     declared: Option<&TensorType>,
 ) -> Result<Option<TensorType>, Diag> {
-    use OpKind::*;
     if !kind.arity().accepts(operands.len()) {
         return Err(Diag::unlocated(format!("expects {}, got {}", kind.arity().describe(), operands.len())));
     }
     check_attrs(kind, attrs, operands.len())?;
-    if kind == Return {
+    if kind == OpKind::Return {
         return Ok(None);
     }
-    // Every ck op computes in one element type.
-    if let Some(first) = operands.first() {
-        for o in &operands[1..] {
-            if o.dtype != first.dtype {
-                return Err(Diag::unlocated(format!("operand element types differ: {} and {}", first, o)));
-            }
-        }
-        if let Some(d) = declared {
-            if d.dtype != first.dtype {
-                return Err(Diag::unlocated(format!("result element type {} differs from operand type {}", d.dtype.name(), first)));
-            }
+    check_element_types(operands, declared)?;
+    let inferred = infer_result(kind, attrs, operands, declared)?;
+    check_inferred(inferred, declared).map(Some)
+}
+
+/// Every ck op computes in one element type: the operands and the declared
+/// result share it.
+fn check_element_types(operands: &[&TensorType], declared: Option<&TensorType>) -> Result<(), Diag> {
+    let Some(first) = operands.first() else { return Ok(()) };
+    for o in &operands[1..] {
+        if o.dtype != first.dtype {
+            return Err(Diag::unlocated(format!("operand element types differ: {} and {}", first, o)));
         }
     }
-    let need_declared = || {
-        declared.cloned().ok_or_else(|| Diag::unlocated("needs an explicit result type"))
-    };
-    let inferred: TensorType = match kind {
-        Dropout if operands.len() == 2 => {
-            if operands[1].rank() != 0 {
-                return Err(Diag::unlocated(format!("dropout's step key operand must be rank 0, got {}", operands[1])));
-            }
-            operands[0].clone()
+    if let Some(d) = declared {
+        if d.dtype != first.dtype {
+            return Err(Diag::unlocated(format!("result element type {} differs from operand type {}", d.dtype.name(), first)));
         }
-        _ if kind.is_unary_elementwise() => operands[0].clone(),
-        _ if kind.is_binary_elementwise() => {
-            if operands[0].shape != operands[1].shape {
-                return Err(Diag::unlocated(format!(
-                    "operand shapes must be equal (no implicit broadcasting), got {} and {}",
-                    operands[0], operands[1]
-                )));
-            }
-            operands[0].clone()
-        }
-        Fill => need_declared()?,
-        Constant => {
-            let (shape, data) = attrs.get("value").and_then(Attr::as_dense).ok_or_else(|| Diag::unlocated("requires attribute 'value' (dense f32 elements)"))?;
-            let ty = TensorType::f32(shape.to_vec());
-            if ty.num_elements() != Some(data.len() as u64) {
-                return Err(Diag::unlocated(format!("'value' holds {} elements but its type {ty} needs {:?}", data.len(), ty.num_elements())));
-            }
-            if let Some(d) = declared
-                && d.dtype != ty.dtype
-            {
-                return Err(Diag::unlocated(format!("result element type {} differs from the f32 elements of 'value'", d.dtype.name())));
-            }
-            ty
-        }
-        Broadcast => {
-            let y = need_declared()?;
-            let x = operands[0];
-            let dims = required_ints(attrs, "dims")?;
-            if dims.len() != x.rank() {
-                return Err(Diag::unlocated(format!("'dims' has {} entries but the operand has rank {}", dims.len(), x.rank())));
-            }
-            let dims = check_dims("dims", dims, y.rank())?;
-            for (i, &d) in dims.iter().enumerate() {
-                if x.shape[i] != y.shape[d] {
-                    return Err(Diag::unlocated(format!(
-                        "operand dim {i} ({}) does not match result dim {d} ({})",
-                        x.shape[i], y.shape[d]
-                    )));
-                }
-            }
-            y
-        }
-        ReduceSum | ReduceMax => {
-            let x = operands[0];
-            let dims = check_dims("dims", required_ints(attrs, "dims")?, x.rank())?;
-            let shape = (0..x.rank()).filter(|i| !dims.contains(i)).map(|i| x.shape[i]).collect();
-            x.with_shape(shape)
-        }
-        Transpose => {
-            let x = operands[0];
-            let perm = required_ints(attrs, "perm")?;
-            if perm.len() != x.rank() {
-                return Err(Diag::unlocated(format!("'perm' has {} entries but the operand has rank {}", perm.len(), x.rank())));
-            }
-            let mut seen = vec![false; x.rank()];
-            for &p in perm {
-                if p < 0 || p as u64 >= x.rank() as u64 || seen[p as usize] {
-                    return Err(Diag::unlocated(format!("'perm' {perm:?} is not a permutation of 0..{}", x.rank())));
-                }
-                seen[p as usize] = true;
-            }
-            x.with_shape(perm.iter().map(|&p| x.shape[p as usize]).collect())
-        }
-        Reshape => {
-            let y = need_declared()?;
-            if y.num_elements() != operands[0].num_elements() {
-                return Err(Diag::unlocated(format!("reshape from {} to {} changes the element count", operands[0], y)));
-            }
-            y
-        }
-        Slice => {
-            let y = need_declared()?;
-            let x = operands[0];
-            let offs = required_ints(attrs, "offsets")?;
-            if offs.len() != x.rank() || y.rank() != x.rank() {
-                return Err(Diag::unlocated(format!(
-                    "slice of {x} needs {} offsets and a result of the same rank, got {} offsets and {y}",
-                    x.rank(),
-                    offs.len()
-                )));
-            }
-            for i in 0..x.rank() {
-                let o = offs[i];
-                if o < 0 || (o as u64).checked_add(y.shape[i]).is_none_or(|end| end > x.shape[i]) {
-                    return Err(Diag::unlocated(format!(
-                        "slice window [{o}, {o}+{}) is outside dim {i} of size {}",
-                        y.shape[i], x.shape[i]
-                    )));
-                }
-            }
-            y
-        }
-        Concat => {
-            let first = operands[0];
-            let dim = attrs.get("dim").and_then(Attr::as_int).unwrap_or(-1);
-            if dim < 0 || dim as u64 >= first.rank() as u64 {
-                return Err(Diag::unlocated(format!("'dim' = {dim} is out of range for rank {}", first.rank())));
-            }
-            let dim = dim as usize;
-            let mut total: u64 = 0;
-            for o in operands {
-                if o.rank() != first.rank()
-                    || (0..first.rank()).any(|i| i != dim && o.shape[i] != first.shape[i])
-                {
-                    return Err(Diag::unlocated(format!("concat operands {first} and {o} differ outside dim {dim}")));
-                }
-                total = total.checked_add(o.shape[dim]).ok_or_else(|| Diag::unlocated("concat size overflows"))?;
-            }
-            let mut shape = first.shape.clone();
-            shape[dim] = total;
-            first.with_shape(shape)
-        }
-        Matmul => {
-            let (a, b) = (operands[0], operands[1]);
-            if a.rank() < 2 || a.rank() != b.rank() {
-                return Err(Diag::unlocated(format!("matmul needs operands of equal rank >= 2, got {a} and {b}")));
-            }
-            let r = a.rank();
-            if a.shape[..r - 2] != b.shape[..r - 2] {
-                return Err(Diag::unlocated(format!("matmul batch dims differ: {a} and {b}")));
-            }
-            let (m, ka) = if attr_bool(attrs, "transpose_a") {
-                (a.shape[r - 1], a.shape[r - 2])
-            } else {
-                (a.shape[r - 2], a.shape[r - 1])
-            };
-            let (kb, n) = if attr_bool(attrs, "transpose_b") {
-                (b.shape[r - 1], b.shape[r - 2])
-            } else {
-                (b.shape[r - 2], b.shape[r - 1])
-            };
-            if ka != kb {
-                return Err(Diag::unlocated(format!("matmul contraction dims differ: {ka} vs {kb} ({a} x {b})")));
-            }
-            let mut shape = a.shape[..r - 2].to_vec();
-            shape.extend([m, n]);
-            a.with_shape(shape)
-        }
-        Conv2d => operands[0].with_shape(shape_of_conv(operands[0], operands[1], attrs)?),
-        Conv2dGradInput => {
-            let (dy, w) = (operands[0], operands[1]);
-            let dx = need_declared()?;
-            let y = shape_of_conv(&dx, w, attrs)?;
-            if y != dy.shape {
-                return Err(Diag::unlocated(format!("conv2d of {dx} with {w} gives {:?}, not the shape of dy {dy}", y)));
-            }
-            dx
-        }
-        Conv2dGradFilter => {
-            let (x, dy) = (operands[0], operands[1]);
-            let dw = need_declared()?;
-            let y = shape_of_conv(x, &dw, attrs)?;
-            if y != dy.shape {
-                return Err(Diag::unlocated(format!("conv2d of {x} with {dw} gives {:?}, not the shape of dy {dy}", y)));
-            }
-            dw
-        }
-        MaxPool2d | AvgPool2d => operands[0].with_shape(shape_of_pool(operands[0], attrs)?),
-        MaxPool2dGrad => {
-            let (x, dy) = (operands[0], operands[1]);
-            let y = shape_of_pool(x, attrs)?;
-            if y != dy.shape {
-                return Err(Diag::unlocated(format!("pooling {x} gives {y:?}, not the shape of dy {dy}")));
-            }
-            x.clone()
-        }
-        AvgPool2dGrad => {
-            let dx = need_declared()?;
-            let y = shape_of_pool(&dx, attrs)?;
-            if y != operands[0].shape {
-                return Err(Diag::unlocated(format!("pooling {dx} gives {y:?}, not the shape of dy {}", operands[0])));
-            }
-            dx
-        }
-        _ => return Err(Diag::unlocated(format!("no type rule for 'ck.{}'", kind.name()))),
-    };
+    }
+    Ok(())
+}
+
+/// The inferred type must have a size that fits, and match the declared one.
+fn check_inferred(inferred: TensorType, declared: Option<&TensorType>) -> Result<TensorType, Diag> {
     if inferred.byte_size().is_none() {
         return Err(Diag::unlocated(format!("result type {inferred} has a size that overflows")));
     }
@@ -645,7 +472,258 @@ pub fn infer_type(
             return Err(Diag::unlocated(format!("result type {d} does not match the inferred type {inferred}")));
         }
     }
-    Ok(Some(inferred))
+    Ok(inferred)
+}
+
+/// Dispatches to the type rule of the op's family.
+fn infer_result(
+    kind: OpKind,
+    attrs: &Attrs,
+    operands: &[&TensorType],
+    declared: Option<&TensorType>,
+) -> Result<TensorType, Diag> {
+    use OpKind::*;
+    match kind {
+        Dropout if operands.len() == 2 => infer_keyed_dropout(operands),
+        _ if kind.is_unary_elementwise() || kind.is_binary_elementwise() => infer_elementwise(kind, operands),
+        ReduceSum | ReduceMax => infer_reduction(attrs, operands),
+        Broadcast | Transpose | Reshape | Slice | Concat => infer_data_movement(kind, attrs, operands, declared),
+        Matmul | Conv2d | Conv2dGradInput | Conv2dGradFilter => infer_contraction(kind, attrs, operands, declared),
+        MaxPool2d | AvgPool2d | MaxPool2dGrad | AvgPool2dGrad => infer_pool(kind, attrs, operands, declared),
+        Fill | Constant => infer_source(kind, attrs, declared),
+        _ => Err(no_type_rule(kind)),
+    }
+}
+
+fn no_type_rule(kind: OpKind) -> Diag {
+    Diag::unlocated(format!("no type rule for 'ck.{}'", kind.name()))
+}
+
+/// The declared result type, required by ops whose result cannot be inferred.
+fn need_declared(declared: Option<&TensorType>) -> Result<TensorType, Diag> {
+    declared.cloned().ok_or_else(|| Diag::unlocated("needs an explicit result type"))
+}
+
+/// Unary elementwise ops keep their operand's type; binary ones need equal
+/// shapes (no implicit broadcasting).
+fn infer_elementwise(kind: OpKind, operands: &[&TensorType]) -> Result<TensorType, Diag> {
+    if !kind.is_unary_elementwise() && operands[0].shape != operands[1].shape {
+        return Err(Diag::unlocated(format!(
+            "operand shapes must be equal (no implicit broadcasting), got {} and {}",
+            operands[0], operands[1]
+        )));
+    }
+    Ok(operands[0].clone())
+}
+
+/// Dropout with a step key: the key is a scalar, the result the input's type.
+fn infer_keyed_dropout(operands: &[&TensorType]) -> Result<TensorType, Diag> {
+    if operands[1].rank() != 0 {
+        return Err(Diag::unlocated(format!("dropout's step key operand must be rank 0, got {}", operands[1])));
+    }
+    Ok(operands[0].clone())
+}
+
+/// Fill (declared type) and constant (the type of its dense 'value').
+fn infer_source(kind: OpKind, attrs: &Attrs, declared: Option<&TensorType>) -> Result<TensorType, Diag> {
+    if kind == OpKind::Fill {
+        return need_declared(declared);
+    }
+    let (shape, data) =
+        attrs.get("value").and_then(Attr::as_dense).ok_or_else(|| Diag::unlocated("requires attribute 'value' (dense f32 elements)"))?;
+    let ty = TensorType::f32(shape.to_vec());
+    if ty.num_elements() != Some(data.len() as u64) {
+        return Err(Diag::unlocated(format!("'value' holds {} elements but its type {ty} needs {:?}", data.len(), ty.num_elements())));
+    }
+    if let Some(d) = declared
+        && d.dtype != ty.dtype
+    {
+        return Err(Diag::unlocated(format!("result element type {} differs from the f32 elements of 'value'", d.dtype.name())));
+    }
+    Ok(ty)
+}
+
+/// Reductions remove the (sorted, distinct) dims of 'dims'.
+fn infer_reduction(attrs: &Attrs, operands: &[&TensorType]) -> Result<TensorType, Diag> {
+    let x = operands[0];
+    let dims = check_dims("dims", required_ints(attrs, "dims")?, x.rank())?;
+    let shape = (0..x.rank()).filter(|i| !dims.contains(i)).map(|i| x.shape[i]).collect();
+    Ok(x.with_shape(shape))
+}
+
+/// Data movement: broadcast, transpose, reshape, slice, concat.
+fn infer_data_movement(
+    kind: OpKind,
+    attrs: &Attrs,
+    operands: &[&TensorType],
+    declared: Option<&TensorType>,
+) -> Result<TensorType, Diag> {
+    match kind {
+        OpKind::Broadcast => infer_broadcast(attrs, operands[0], need_declared(declared)?),
+        OpKind::Transpose => infer_transpose(attrs, operands[0]),
+        OpKind::Reshape => {
+            let y = need_declared(declared)?;
+            if y.num_elements() != operands[0].num_elements() {
+                return Err(Diag::unlocated(format!("reshape from {} to {} changes the element count", operands[0], y)));
+            }
+            Ok(y)
+        }
+        OpKind::Slice => infer_slice(attrs, operands[0], need_declared(declared)?),
+        OpKind::Concat => infer_concat(attrs, operands),
+        _ => Err(no_type_rule(kind)),
+    }
+}
+
+/// Broadcast: operand dim i goes to result dim dims[i], of the same size.
+fn infer_broadcast(attrs: &Attrs, x: &TensorType, y: TensorType) -> Result<TensorType, Diag> {
+    let dims = required_ints(attrs, "dims")?;
+    if dims.len() != x.rank() {
+        return Err(Diag::unlocated(format!("'dims' has {} entries but the operand has rank {}", dims.len(), x.rank())));
+    }
+    let dims = check_dims("dims", dims, y.rank())?;
+    for (i, &d) in dims.iter().enumerate() {
+        if x.shape[i] != y.shape[d] {
+            return Err(Diag::unlocated(format!("operand dim {i} ({}) does not match result dim {d} ({})", x.shape[i], y.shape[d])));
+        }
+    }
+    Ok(y)
+}
+
+/// Transpose: 'perm' must be a permutation of the operand's dims.
+fn infer_transpose(attrs: &Attrs, x: &TensorType) -> Result<TensorType, Diag> {
+    let perm = required_ints(attrs, "perm")?;
+    if perm.len() != x.rank() {
+        return Err(Diag::unlocated(format!("'perm' has {} entries but the operand has rank {}", perm.len(), x.rank())));
+    }
+    let mut seen = vec![false; x.rank()];
+    for &p in perm {
+        if p < 0 || p as u64 >= x.rank() as u64 || seen[p as usize] {
+            return Err(Diag::unlocated(format!("'perm' {perm:?} is not a permutation of 0..{}", x.rank())));
+        }
+        seen[p as usize] = true;
+    }
+    Ok(x.with_shape(perm.iter().map(|&p| x.shape[p as usize]).collect()))
+}
+
+/// Slice: the declared window at 'offsets' must lie inside the operand.
+fn infer_slice(attrs: &Attrs, x: &TensorType, y: TensorType) -> Result<TensorType, Diag> {
+    let offs = required_ints(attrs, "offsets")?;
+    if offs.len() != x.rank() || y.rank() != x.rank() {
+        return Err(Diag::unlocated(format!(
+            "slice of {x} needs {} offsets and a result of the same rank, got {} offsets and {y}",
+            x.rank(),
+            offs.len()
+        )));
+    }
+    for i in 0..x.rank() {
+        let o = offs[i];
+        if o < 0 || (o as u64).checked_add(y.shape[i]).is_none_or(|end| end > x.shape[i]) {
+            return Err(Diag::unlocated(format!("slice window [{o}, {o}+{}) is outside dim {i} of size {}", y.shape[i], x.shape[i])));
+        }
+    }
+    Ok(y)
+}
+
+/// Concat: operands agree outside 'dim'; the result's 'dim' is their sum.
+fn infer_concat(attrs: &Attrs, operands: &[&TensorType]) -> Result<TensorType, Diag> {
+    let first = operands[0];
+    let dim = attrs.get("dim").and_then(Attr::as_int).unwrap_or(-1);
+    if dim < 0 || dim as u64 >= first.rank() as u64 {
+        return Err(Diag::unlocated(format!("'dim' = {dim} is out of range for rank {}", first.rank())));
+    }
+    let dim = dim as usize;
+    let mut total: u64 = 0;
+    for o in operands {
+        if o.rank() != first.rank() || (0..first.rank()).any(|i| i != dim && o.shape[i] != first.shape[i]) {
+            return Err(Diag::unlocated(format!("concat operands {first} and {o} differ outside dim {dim}")));
+        }
+        total = total.checked_add(o.shape[dim]).ok_or_else(|| Diag::unlocated("concat size overflows"))?;
+    }
+    let mut shape = first.shape.clone();
+    shape[dim] = total;
+    Ok(first.with_shape(shape))
+}
+
+/// Contractions: matmul, conv2d and the conv2d gradients.
+fn infer_contraction(
+    kind: OpKind,
+    attrs: &Attrs,
+    operands: &[&TensorType],
+    declared: Option<&TensorType>,
+) -> Result<TensorType, Diag> {
+    match kind {
+        OpKind::Matmul => infer_matmul(attrs, operands[0], operands[1]),
+        OpKind::Conv2d => Ok(operands[0].with_shape(shape_of_conv(operands[0], operands[1], attrs)?)),
+        OpKind::Conv2dGradInput => {
+            let (dy, w) = (operands[0], operands[1]);
+            let dx = need_declared(declared)?;
+            let y = shape_of_conv(&dx, w, attrs)?;
+            if y != dy.shape {
+                return Err(Diag::unlocated(format!("conv2d of {dx} with {w} gives {:?}, not the shape of dy {dy}", y)));
+            }
+            Ok(dx)
+        }
+        OpKind::Conv2dGradFilter => {
+            let (x, dy) = (operands[0], operands[1]);
+            let dw = need_declared(declared)?;
+            let y = shape_of_conv(x, &dw, attrs)?;
+            if y != dy.shape {
+                return Err(Diag::unlocated(format!("conv2d of {x} with {dw} gives {:?}, not the shape of dy {dy}", y)));
+            }
+            Ok(dw)
+        }
+        _ => Err(no_type_rule(kind)),
+    }
+}
+
+/// Matmul: equal batch dims, contraction dims agree after the transposes.
+fn infer_matmul(attrs: &Attrs, a: &TensorType, b: &TensorType) -> Result<TensorType, Diag> {
+    if a.rank() < 2 || a.rank() != b.rank() {
+        return Err(Diag::unlocated(format!("matmul needs operands of equal rank >= 2, got {a} and {b}")));
+    }
+    let r = a.rank();
+    if a.shape[..r - 2] != b.shape[..r - 2] {
+        return Err(Diag::unlocated(format!("matmul batch dims differ: {a} and {b}")));
+    }
+    let (m, ka) =
+        if attr_bool(attrs, "transpose_a") { (a.shape[r - 1], a.shape[r - 2]) } else { (a.shape[r - 2], a.shape[r - 1]) };
+    let (kb, n) =
+        if attr_bool(attrs, "transpose_b") { (b.shape[r - 1], b.shape[r - 2]) } else { (b.shape[r - 2], b.shape[r - 1]) };
+    if ka != kb {
+        return Err(Diag::unlocated(format!("matmul contraction dims differ: {ka} vs {kb} ({a} x {b})")));
+    }
+    let mut shape = a.shape[..r - 2].to_vec();
+    shape.extend([m, n]);
+    Ok(a.with_shape(shape))
+}
+
+/// Pooling and the pooling gradients.
+fn infer_pool(
+    kind: OpKind,
+    attrs: &Attrs,
+    operands: &[&TensorType],
+    declared: Option<&TensorType>,
+) -> Result<TensorType, Diag> {
+    match kind {
+        OpKind::MaxPool2d | OpKind::AvgPool2d => Ok(operands[0].with_shape(shape_of_pool(operands[0], attrs)?)),
+        OpKind::MaxPool2dGrad => {
+            let (x, dy) = (operands[0], operands[1]);
+            let y = shape_of_pool(x, attrs)?;
+            if y != dy.shape {
+                return Err(Diag::unlocated(format!("pooling {x} gives {y:?}, not the shape of dy {dy}")));
+            }
+            Ok(x.clone())
+        }
+        OpKind::AvgPool2dGrad => {
+            let dx = need_declared(declared)?;
+            let y = shape_of_pool(&dx, attrs)?;
+            if y != operands[0].shape {
+                return Err(Diag::unlocated(format!("pooling {dx} gives {y:?}, not the shape of dy {}", operands[0])));
+            }
+            Ok(dx)
+        }
+        _ => Err(no_type_rule(kind)),
+    }
 }
 
 #[cfg(test)]

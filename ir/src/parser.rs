@@ -364,6 +364,9 @@ fn decode_string(span: &str) -> Result<String, StrLitError> {
 
 type PResult<T> = Result<T, ()>;
 
+/// An operand as parsed: its token and its value (`None`: a poisoned name).
+type Operand = (Tok, Option<ValueId>);
+
 /// Names visible in one function body.
 struct Scope<'a> {
     names: HashMap<&'a str, (ValueId, u32)>,
@@ -1022,7 +1025,41 @@ impl<'a> Parser<'a> {
         r
     }
 
+    /// The op after its optional `%result =`, in phases: name, operands,
+    /// attributes, type, the checks of the type against the operands and the
+    /// result, the binding of the result; then the op is appended.
     fn parse_op_rest(&mut self, f: &mut Func, scope: &mut Scope<'a>, result_tok: Option<Tok>) -> PResult<()> {
+        let (nt, kind) = self.parse_op_name(result_tok)?;
+        let (operands, poisoned) = self.parse_operand_list(scope)?;
+        let attrs = self.parse_op_attrs()?;
+        let (in_tys, out_tys) = self.parse_op_type(&operands, scope)?;
+        if poisoned {
+            // The error that poisoned an operand was reported already; the
+            // result is poisoned in turn so its uses are not reported either.
+            if let Some(rt) = result_tok {
+                scope.poisoned.insert(&self.span(rt)[1..]);
+            }
+            return Ok(());
+        }
+        let ids = self.check_operand_types(f, &operands, &in_tys)?;
+        if out_tys.len() > 1 {
+            return self.err(nt, format!("ck ops have at most one result, the type lists {}", out_tys.len()));
+        }
+        if result_tok.is_some() && out_tys.is_empty() {
+            return self.err(nt, "operation defines 0 results but was provided 1 to bind");
+        }
+        let loc = self.loc(result_tok.unwrap_or(nt));
+        let result = match out_tys.into_iter().next() {
+            Some(ty) => Some(self.bind_result(f, scope, result_tok, ty)?),
+            None => None,
+        };
+        f.body.push(Op { kind, operands: ids, result, attrs, loc });
+        Ok(())
+    }
+
+    /// The op name `"ck.name"` (a string token) and its kind; its token is
+    /// where later errors about the whole op point.
+    fn parse_op_name(&mut self, result_tok: Option<Tok>) -> PResult<(Tok, OpKind)> {
         let nt = self.tok;
         if nt.k == K::Ident {
             let s = self.span(nt);
@@ -1046,81 +1083,99 @@ impl<'a> Parser<'a> {
         } else {
             span.get(1..span.len().saturating_sub(1).max(1)).unwrap_or("").into()
         };
-        let kind = match opname.strip_prefix("ck.") {
+        match opname.strip_prefix("ck.") {
             Some(short) => match OpKind::from_name(short) {
-                Some(k) => k,
+                Some(k) => Ok((nt, k)),
                 None => {
                     let hint = unknown_op_hint(short);
-                    return self.err(nt, format!("'{opname}' is not an op of the ck dialect{hint}"));
+                    self.err(nt, format!("'{opname}' is not an op of the ck dialect{hint}"))
                 }
             },
-            None => {
-                return self.err(
-                    nt,
-                    format!("'{opname}' is not a ck op: function bodies may only contain ops of the ck dialect"),
-                );
-            }
-        };
-        // Operands.
+            None => self.err(
+                nt,
+                format!("'{opname}' is not a ck op: function bodies may only contain ops of the ck dialect"),
+            ),
+        }
+    }
+
+    /// The operand list `(%a, %b)`: each operand's token and value (`None`
+    /// for a poisoned name), and whether any operand is poisoned.
+    fn parse_operand_list(&mut self, scope: &Scope<'a>) -> PResult<(Vec<Operand>, bool)> {
         self.expect_punct(b'(', "to open the operand list")?;
-        let mut operands: Vec<(Tok, Option<ValueId>)> = Vec::new();
+        let mut operands: Vec<Operand> = Vec::new();
         let mut poisoned = false;
         if self.is_punct(b')') {
             self.bump();
-        } else {
-            loop {
-                let vt = self.tok;
-                if vt.k != K::Value {
-                    return self.expected("an operand '%name'");
+            return Ok((operands, poisoned));
+        }
+        loop {
+            let vt = self.tok;
+            if vt.k != K::Value {
+                return self.expected("an operand '%name'");
+            }
+            self.bump();
+            let name = &self.span(vt)[1..];
+            match scope.names.get(name) {
+                Some(&(v, _)) => operands.push((vt, Some(v))),
+                None if scope.poisoned.contains(name) => {
+                    poisoned = true;
+                    operands.push((vt, None));
                 }
+                None => return self.err(vt, format!("use of undefined value '%{name}'")),
+            }
+            if self.is_punct(b',') {
                 self.bump();
-                let name = &self.span(vt)[1..];
-                match scope.names.get(name) {
-                    Some(&(v, _)) => operands.push((vt, Some(v))),
-                    None if scope.poisoned.contains(name) => {
-                        poisoned = true;
-                        operands.push((vt, None));
-                    }
-                    None => return self.err(vt, format!("use of undefined value '%{name}'")),
-                }
-                if self.is_punct(b',') {
-                    self.bump();
-                } else {
-                    self.expect_punct(b')', "or ',' in the operand list")?;
-                    break;
-                }
+            } else {
+                self.expect_punct(b')', "or ',' in the operand list")?;
+                break;
             }
         }
+        Ok((operands, poisoned))
+    }
+
+    /// The optional attribute dictionary (properties `<{...}>` are refused).
+    fn parse_op_attrs(&mut self) -> PResult<Attrs> {
         if self.is_punct(b'<') {
             let t = self.tok;
             return self.err(t, "op properties '<{...}>' are not supported (ck ops use an attribute dictionary)");
         }
-        let attrs = if self.is_punct(b'{') { self.parse_dict(0)? } else { Attrs::new() };
+        if self.is_punct(b'{') { self.parse_dict(0) } else { Ok(Attrs::new()) }
+    }
+
+    /// The op's type `: (operand types) -> result types`, with as many
+    /// operand types as operands.
+    fn parse_op_type(
+        &mut self,
+        operands: &[Operand],
+        scope: &Scope<'a>,
+    ) -> PResult<(Vec<Option<TensorType>>, Vec<TensorType>)> {
         self.expect_punct(b':', "before the op's type")?;
         let tl = self.tok;
-        let in_tys = self.parse_operand_types(&operands, scope)?;
+        let in_tys = self.parse_operand_types(operands, scope)?;
         if self.tok.k != K::Arrow {
             return self.expected("'->' in the op's type");
         }
         self.bump();
         let out_tys = self.parse_result_types()?;
-        // Signature checks.
         if in_tys.len() != operands.len() {
             return self.err(
                 tl,
                 format!("the type lists {} operand type(s) but the op has {} operand(s)", in_tys.len(), operands.len()),
             );
         }
-        if poisoned {
-            // The error that poisoned an operand was reported already; the
-            // result is poisoned in turn so its uses are not reported either.
-            if let Some(rt) = result_tok {
-                scope.poisoned.insert(&self.span(rt)[1..]);
-            }
-            return Ok(());
-        }
+        Ok((in_tys, out_tys))
+    }
+
+    /// Each operand's listed type must be its value's type; returns the
+    /// operand values.
+    fn check_operand_types(
+        &mut self,
+        f: &Func,
+        operands: &[Operand],
+        in_tys: &[Option<TensorType>],
+    ) -> PResult<Vec<ValueId>> {
         let mut ids = Vec::with_capacity(operands.len());
-        for ((vt, v), ty) in operands.iter().zip(&in_tys) {
+        for ((vt, v), ty) in operands.iter().zip(in_tys) {
             let Some(v) = *v else { continue };
             let Some(ty) = ty else {
                 ids.push(v); // spelled exactly as declared
@@ -1137,32 +1192,30 @@ impl<'a> Parser<'a> {
             }
             ids.push(v);
         }
-        if out_tys.len() > 1 {
-            return self.err(nt, format!("ck ops have at most one result, the type lists {}", out_tys.len()));
+        Ok(ids)
+    }
+
+    /// Creates the result value of type `ty` and binds its name (a
+    /// redefinition is an error).
+    fn bind_result(
+        &mut self,
+        f: &mut Func,
+        scope: &mut Scope<'a>,
+        result_tok: Option<Tok>,
+        ty: TensorType,
+    ) -> PResult<ValueId> {
+        let name = result_tok.map(|rt| &self.span(rt)[1..]).unwrap_or("");
+        if let Some(rt) = result_tok
+            && let Some(&(_, line)) = scope.names.get(name)
+        {
+            return self.err(rt, format!("redefinition of value '%{name}' (previously defined at line {line})"));
         }
-        if result_tok.is_some() && out_tys.is_empty() {
-            return self.err(nt, "operation defines 0 results but was provided 1 to bind");
+        let v = f.new_value(name, ty);
+        scope.ty_span.push(self.last_type_span);
+        if let Some(rt) = result_tok {
+            scope.names.insert(name, (v, rt.line));
         }
-        let loc = self.loc(result_tok.unwrap_or(nt));
-        let result = match out_tys.into_iter().next() {
-            Some(ty) => {
-                let name = result_tok.map(|rt| &self.span(rt)[1..]).unwrap_or("");
-                if let Some(rt) = result_tok
-                    && let Some(&(_, line)) = scope.names.get(name)
-                {
-                    return self.err(rt, format!("redefinition of value '%{name}' (previously defined at line {line})"));
-                }
-                let v = f.new_value(name, ty);
-                scope.ty_span.push(self.last_type_span);
-                if let Some(rt) = result_tok {
-                    scope.names.insert(name, (v, rt.line));
-                }
-                Some(v)
-            }
-            None => None,
-        };
-        f.body.push(Op { kind, operands: ids, result, attrs, loc });
-        Ok(())
+        Ok(v)
     }
 }
 

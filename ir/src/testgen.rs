@@ -490,216 +490,269 @@ impl<'c> Gen<'c> {
         }
     }
 
+    /// Emits one op of `kind` (with its adapters): dispatches to the op's
+    /// generator. Each generator draws from the rng in a fixed order.
     fn emit(&mut self, kind: OpKind) {
         use OpKind::*;
-        let lim = OPERAND_LIMIT;
         match kind {
-            Neg | Tanh | Sigmoid | Relu => {
-                let x = self.pick_value();
-                let x = self.bounded(x, lim);
-                let iv = self.iv[x.index()];
-                let out = match kind {
-                    Neg => Iv::new(-iv.hi, -iv.lo),
-                    Tanh => iv.map_monotone(f64::tanh),
-                    Sigmoid => iv.map_monotone(sigmoid),
-                    _ => iv.map_monotone(|v| v.max(0.0)),
-                };
-                self.unary(kind, x, out);
-            }
-            Exp => {
-                let x = self.pick_value();
-                let x = if self.iv[x.index()].hi > 5.0 { self.bounded(x, 1.0) } else { x };
-                let iv = self.iv[x.index()].map_monotone(f64::exp);
-                self.unary(Exp, x, iv);
-            }
-            Log | Sqrt | Rsqrt => {
-                let x = self.pick_value();
-                let p = self.positive(x);
-                let iv = self.iv[p.index()];
-                let out = match kind {
-                    Log => iv.map_monotone(f64::ln),
-                    Sqrt => iv.map_monotone(f64::sqrt),
-                    _ => iv.map_monotone(|v| 1.0 / v.sqrt()),
-                };
-                self.unary(kind, p, out);
-            }
-            Add | Sub | Mul | Max | ReluGrad | Div => {
-                let a = self.pick_value();
-                let a = self.bounded(a, lim);
-                let shape = self.shape(a);
-                let b = self.obtain(&shape);
-                let b = if kind == Div { self.positive(b) } else { self.bounded(b, lim) };
-                let (ia, ib) = (self.iv[a.index()], self.iv[b.index()]);
-                let out = match kind {
-                    Add => Iv::new(ia.lo + ib.lo, ia.hi + ib.hi),
-                    Sub => Iv::new(ia.lo - ib.hi, ia.hi - ib.lo),
-                    Mul => ia.mul(ib),
-                    Max => Iv::new(ia.lo.max(ib.lo), ia.hi.max(ib.hi)),
-                    ReluGrad => ib.with_zero(),
-                    _ => ia.mul(Iv::new(1.0 / ib.hi, 1.0 / ib.lo)),
-                };
-                self.push(kind, &[a, b], Attrs::new(), None, out);
-            }
-            Scale => {
-                let x = self.pick_value();
-                let x = self.bounded(x, lim);
-                let value = self.rng.pick(&[-2.0f32, -0.5, 0.5, 1.5, 2.0]);
-                let iv = self.iv[x.index()].times(value as f64);
-                self.push(Scale, &[x], attrs([("value", Attr::F32(value))]), None, iv);
-            }
-            Erf => {
-                // |erf x| <= min(1, (2/sqrt pi)|x|) and erf is monotone: a sound interval.
-                let x = self.pick_value();
-                let iv = self.iv[x.index()];
-                let k = std::f64::consts::FRAC_2_SQRT_PI;
-                let lo = if iv.lo >= 0.0 { 0.0 } else { (k * iv.lo).max(-1.0) };
-                let hi = if iv.hi <= 0.0 { 0.0 } else { (k * iv.hi).min(1.0) };
-                self.unary(Erf, x, Iv::new(lo, hi));
-            }
-            Constant => {
-                let shape = self.random_shape();
-                let n: u64 = shape.iter().product();
-                let data: Vec<f32> = (0..n).map(|_| self.rng.range(0, 8) as f32 * 0.25 - 1.0).collect();
-                let value = Attr::Dense { shape, data };
-                self.push(Constant, &[], attrs([("value", value)]), None, Iv::new(-1.0, 1.0));
-            }
-            Fill => {
-                let shape = self.random_shape();
-                let value = self.rng.pick(&[-1.0f32, 0.0, 0.5, 3.0]);
-                self.push(Fill, &[], attrs([("value", Attr::F32(value))]), Some(shape), Iv::new(value as f64, value as f64));
-            }
-            Dropout => {
-                let x = self.pick_value();
-                let x = self.bounded(x, lim);
-                let rate = self.rng.pick(&[0.0f32, 0.1, 0.25, 0.5]);
-                let seed = self.rng.below(1000) as i64;
-                let iv = self.iv[x.index()].times(1.0 / (1.0 - rate as f64)).with_zero();
-                self.push(Dropout, &[x], attrs([("rate", Attr::F32(rate)), ("seed", Attr::Int(seed))]), None, iv);
-            }
-            Broadcast => {
-                let r = self.rng.range(1, 4) as usize;
-                let xr = self.rng.below(r as u64) as usize;
-                let x = self.of_rank(xr);
-                let s = self.shape(x);
-                let mut slots: Vec<u64> = (0..r as u64).collect();
-                while slots.len() > s.len() {
-                    let i = self.rng.below(slots.len() as u64) as usize;
-                    slots.remove(i);
-                }
-                let mut shape: Vec<u64> = (0..r).map(|_| self.dim()).collect();
-                for (k, &p) in slots.iter().enumerate() {
-                    shape[p as usize] = s[k];
-                }
-                self.broadcast_into(x, &slots, shape);
-            }
-            ReduceSum | ReduceMax => {
-                let x = self.pick_value();
-                let x = self.bounded(x, lim);
-                let s = self.shape(x);
-                let dims: Vec<u64> = (0..s.len() as u64).filter(|_| self.rng.one_in(2)).collect();
-                let dims = if dims.is_empty() && !s.is_empty() { vec![self.rng.below(s.len() as u64)] } else { dims };
-                let n: u64 = dims.iter().map(|&d| s[d as usize]).product();
-                let iv = self.iv[x.index()];
-                let iv = if kind == ReduceSum { iv.times(n as f64) } else { iv };
-                self.push(kind, &[x], attrs([("dims", ints(&dims))]), None, iv);
-            }
-            Transpose => {
-                let r = self.rng.range(1, 4) as usize;
-                let x = self.of_rank(r);
-                let mut perm: Vec<u64> = (0..r as u64).collect();
-                for i in (1..r).rev() {
-                    let j = self.rng.below(i as u64 + 1) as usize;
-                    perm.swap(i, j);
-                }
-                let iv = self.iv[x.index()];
-                self.push(Transpose, &[x], attrs([("perm", ints(&perm))]), None, iv);
-            }
-            Reshape => {
-                let x = self.pick_value();
-                let n = self.f.ty(x).elems();
-                // Distribute the prime factors of n over a random rank.
-                let mut factors = Vec::new();
-                let mut m = n;
-                let mut p = 2;
-                while m > 1 && p * p <= m {
-                    while m.is_multiple_of(p) {
-                        factors.push(p);
-                        m /= p;
-                    }
-                    p += 1;
-                }
-                if m > 1 {
-                    factors.push(m);
-                }
-                let rank = self.rng.range(if n == 1 { 0 } else { 1 }, 4) as usize;
-                let mut shape = vec![1u64; rank];
-                for fct in factors {
-                    let i = self.rng.below(rank.max(1) as u64) as usize;
-                    if let Some(d) = shape.get_mut(i) {
-                        *d *= fct;
-                    }
-                }
-                let iv = self.iv[x.index()];
-                self.push(Reshape, &[x], Attrs::new(), Some(shape), iv);
-            }
-            Slice => {
-                let r = self.rng.range(1, 4) as usize;
-                let x = self.of_rank(r);
-                let s = self.shape(x);
-                let mut offs = Vec::with_capacity(r);
-                let mut sizes = Vec::with_capacity(r);
-                for &d in &s {
-                    let size = self.rng.range(1, d);
-                    offs.push(self.rng.range(0, d - size));
-                    sizes.push(size);
-                }
-                let iv = self.iv[x.index()];
-                self.push(Slice, &[x], attrs([("offsets", ints(&offs))]), Some(sizes), iv);
-            }
-            Concat => {
-                let r = self.rng.range(1, 4) as usize;
-                let a = self.of_rank(r);
-                let s = self.shape(a);
-                let dim = self.rng.below(r as u64) as usize;
-                let mut ops = vec![a];
-                for _ in 0..self.rng.range(1, 2) {
-                    let mut t = s.clone();
-                    t[dim] = self.dim();
-                    let b = self.obtain(&t);
-                    ops.push(b);
-                }
-                let iv = ops.iter().fold(self.iv[a.index()], |acc, v| {
-                    let o = self.iv[v.index()];
-                    Iv::new(acc.lo.min(o.lo), acc.hi.max(o.hi))
-                });
-                self.push(Concat, &ops, attrs([("dim", Attr::Int(dim as i64))]), None, iv);
-            }
-            Matmul => {
-                let r = self.rng.pick(&[2usize, 2, 3]);
-                let a = self.of_rank(r);
-                let a = self.bounded(a, lim);
-                let s = self.shape(a);
-                let (ta, tb) = (self.rng.one_in(3), self.rng.one_in(3));
-                let k = if ta { s[r - 2] } else { s[r - 1] };
-                let n = self.dim();
-                let mut bs = s[..r - 2].to_vec();
-                bs.extend(if tb { [n, k] } else { [k, n] });
-                let b = self.obtain(&bs);
-                let b = self.bounded(b, lim);
-                let iv = self.iv[a.index()].mul(self.iv[b.index()]).times(k as f64);
-                let mut at = Attrs::new();
-                if ta {
-                    at.insert("transpose_a".into(), Attr::Bool(true));
-                }
-                if tb {
-                    at.insert("transpose_b".into(), Attr::Bool(true));
-                }
-                self.push(Matmul, &[a, b], at, None, iv);
-            }
+            Neg | Tanh | Sigmoid | Relu => self.emit_bounded_unary(kind),
+            Exp => self.emit_exp(),
+            Log | Sqrt | Rsqrt => self.emit_positive_unary(kind),
+            Add | Sub | Mul | Max | ReluGrad | Div => self.emit_binary(kind),
+            Scale => self.emit_scale(),
+            Erf => self.emit_erf(),
+            Constant => self.emit_constant(),
+            Fill => self.emit_fill(),
+            Dropout => self.emit_dropout(),
+            Broadcast => self.emit_broadcast(),
+            ReduceSum | ReduceMax => self.emit_reduce(kind),
+            Transpose => self.emit_transpose(),
+            Reshape => self.emit_reshape(),
+            Slice => self.emit_slice(),
+            Concat => self.emit_concat(),
+            Matmul => self.emit_matmul(),
             Conv2d | Conv2dGradInput | Conv2dGradFilter => self.emit_conv(kind),
             MaxPool2d | AvgPool2d | MaxPool2dGrad | AvgPool2dGrad => self.emit_pool(kind),
             Return => {}
         }
+    }
+
+    /// Neg, tanh, sigmoid or relu of a bounded operand.
+    fn emit_bounded_unary(&mut self, kind: OpKind) {
+        use OpKind::*;
+        let x = self.pick_value();
+        let x = self.bounded(x, OPERAND_LIMIT);
+        let iv = self.iv[x.index()];
+        let out = match kind {
+            Neg => Iv::new(-iv.hi, -iv.lo),
+            Tanh => iv.map_monotone(f64::tanh),
+            Sigmoid => iv.map_monotone(sigmoid),
+            _ => iv.map_monotone(|v| v.max(0.0)),
+        };
+        self.unary(kind, x, out);
+    }
+
+    /// Exp of an operand at most 5 (else bounded to 1 first).
+    fn emit_exp(&mut self) {
+        let x = self.pick_value();
+        let x = if self.iv[x.index()].hi > 5.0 { self.bounded(x, 1.0) } else { x };
+        let iv = self.iv[x.index()].map_monotone(f64::exp);
+        self.unary(OpKind::Exp, x, iv);
+    }
+
+    /// Log, sqrt or rsqrt of a positive operand.
+    fn emit_positive_unary(&mut self, kind: OpKind) {
+        use OpKind::*;
+        let x = self.pick_value();
+        let p = self.positive(x);
+        let iv = self.iv[p.index()];
+        let out = match kind {
+            Log => iv.map_monotone(f64::ln),
+            Sqrt => iv.map_monotone(f64::sqrt),
+            _ => iv.map_monotone(|v| 1.0 / v.sqrt()),
+        };
+        self.unary(kind, p, out);
+    }
+
+    /// A binary elementwise op on two bounded operands of one shape (div: a positive divisor).
+    fn emit_binary(&mut self, kind: OpKind) {
+        use OpKind::*;
+        let a = self.pick_value();
+        let a = self.bounded(a, OPERAND_LIMIT);
+        let shape = self.shape(a);
+        let b = self.obtain(&shape);
+        let b = if kind == Div { self.positive(b) } else { self.bounded(b, OPERAND_LIMIT) };
+        let (ia, ib) = (self.iv[a.index()], self.iv[b.index()]);
+        let out = match kind {
+            Add => Iv::new(ia.lo + ib.lo, ia.hi + ib.hi),
+            Sub => Iv::new(ia.lo - ib.hi, ia.hi - ib.lo),
+            Mul => ia.mul(ib),
+            Max => Iv::new(ia.lo.max(ib.lo), ia.hi.max(ib.hi)),
+            ReluGrad => ib.with_zero(),
+            _ => ia.mul(Iv::new(1.0 / ib.hi, 1.0 / ib.lo)),
+        };
+        self.push(kind, &[a, b], Attrs::new(), None, out);
+    }
+
+    /// Scale of a bounded operand by a random factor.
+    fn emit_scale(&mut self) {
+        let x = self.pick_value();
+        let x = self.bounded(x, OPERAND_LIMIT);
+        let value = self.rng.pick(&[-2.0f32, -0.5, 0.5, 1.5, 2.0]);
+        let iv = self.iv[x.index()].times(value as f64);
+        self.push(OpKind::Scale, &[x], attrs([("value", Attr::F32(value))]), None, iv);
+    }
+
+    /// Erf of any operand.
+    fn emit_erf(&mut self) {
+        // |erf x| <= min(1, (2/sqrt pi)|x|) and erf is monotone: a sound interval.
+        let x = self.pick_value();
+        let iv = self.iv[x.index()];
+        let k = std::f64::consts::FRAC_2_SQRT_PI;
+        let lo = if iv.lo >= 0.0 { 0.0 } else { (k * iv.lo).max(-1.0) };
+        let hi = if iv.hi <= 0.0 { 0.0 } else { (k * iv.hi).min(1.0) };
+        self.unary(OpKind::Erf, x, Iv::new(lo, hi));
+    }
+
+    /// A constant of a random shape with small dyadic elements.
+    fn emit_constant(&mut self) {
+        let shape = self.random_shape();
+        let n: u64 = shape.iter().product();
+        let data: Vec<f32> = (0..n).map(|_| self.rng.range(0, 8) as f32 * 0.25 - 1.0).collect();
+        let value = Attr::Dense { shape, data };
+        self.push(OpKind::Constant, &[], attrs([("value", value)]), None, Iv::new(-1.0, 1.0));
+    }
+
+    /// A fill of a random shape.
+    fn emit_fill(&mut self) {
+        let shape = self.random_shape();
+        let value = self.rng.pick(&[-1.0f32, 0.0, 0.5, 3.0]);
+        self.push(OpKind::Fill, &[], attrs([("value", Attr::F32(value))]), Some(shape), Iv::new(value as f64, value as f64));
+    }
+
+    /// Dropout of a bounded operand with a random rate and seed.
+    fn emit_dropout(&mut self) {
+        let x = self.pick_value();
+        let x = self.bounded(x, OPERAND_LIMIT);
+        let rate = self.rng.pick(&[0.0f32, 0.1, 0.25, 0.5]);
+        let seed = self.rng.below(1000) as i64;
+        let iv = self.iv[x.index()].times(1.0 / (1.0 - rate as f64)).with_zero();
+        self.push(OpKind::Dropout, &[x], attrs([("rate", Attr::F32(rate)), ("seed", Attr::Int(seed))]), None, iv);
+    }
+
+    /// A broadcast of a lower-rank value into random slots of a rank 1..3 shape.
+    fn emit_broadcast(&mut self) {
+        let r = self.rng.range(1, 4) as usize;
+        let xr = self.rng.below(r as u64) as usize;
+        let x = self.of_rank(xr);
+        let s = self.shape(x);
+        let mut slots: Vec<u64> = (0..r as u64).collect();
+        while slots.len() > s.len() {
+            let i = self.rng.below(slots.len() as u64) as usize;
+            slots.remove(i);
+        }
+        let mut shape: Vec<u64> = (0..r).map(|_| self.dim()).collect();
+        for (k, &p) in slots.iter().enumerate() {
+            shape[p as usize] = s[k];
+        }
+        self.broadcast_into(x, &slots, shape);
+    }
+
+    /// A reduction of a bounded operand over a random non-empty set of dims.
+    fn emit_reduce(&mut self, kind: OpKind) {
+        use OpKind::*;
+        let x = self.pick_value();
+        let x = self.bounded(x, OPERAND_LIMIT);
+        let s = self.shape(x);
+        let dims: Vec<u64> = (0..s.len() as u64).filter(|_| self.rng.one_in(2)).collect();
+        let dims = if dims.is_empty() && !s.is_empty() { vec![self.rng.below(s.len() as u64)] } else { dims };
+        let n: u64 = dims.iter().map(|&d| s[d as usize]).product();
+        let iv = self.iv[x.index()];
+        let iv = if kind == ReduceSum { iv.times(n as f64) } else { iv };
+        self.push(kind, &[x], attrs([("dims", ints(&dims))]), None, iv);
+    }
+
+    /// A transpose by a random permutation (Fisher-Yates).
+    fn emit_transpose(&mut self) {
+        let r = self.rng.range(1, 4) as usize;
+        let x = self.of_rank(r);
+        let mut perm: Vec<u64> = (0..r as u64).collect();
+        for i in (1..r).rev() {
+            let j = self.rng.below(i as u64 + 1) as usize;
+            perm.swap(i, j);
+        }
+        let iv = self.iv[x.index()];
+        self.push(OpKind::Transpose, &[x], attrs([("perm", ints(&perm))]), None, iv);
+    }
+
+    /// A reshape spreading the prime factors of the element count over a random rank.
+    fn emit_reshape(&mut self) {
+        let x = self.pick_value();
+        let n = self.f.ty(x).elems();
+        // Distribute the prime factors of n over a random rank.
+        let mut factors = Vec::new();
+        let mut m = n;
+        let mut p = 2;
+        while m > 1 && p * p <= m {
+            while m.is_multiple_of(p) {
+                factors.push(p);
+                m /= p;
+            }
+            p += 1;
+        }
+        if m > 1 {
+            factors.push(m);
+        }
+        let rank = self.rng.range(if n == 1 { 0 } else { 1 }, 4) as usize;
+        let mut shape = vec![1u64; rank];
+        for fct in factors {
+            let i = self.rng.below(rank.max(1) as u64) as usize;
+            if let Some(d) = shape.get_mut(i) {
+                *d *= fct;
+            }
+        }
+        let iv = self.iv[x.index()];
+        self.push(OpKind::Reshape, &[x], Attrs::new(), Some(shape), iv);
+    }
+
+    /// A slice: a random window in every dim.
+    fn emit_slice(&mut self) {
+        let r = self.rng.range(1, 4) as usize;
+        let x = self.of_rank(r);
+        let s = self.shape(x);
+        let mut offs = Vec::with_capacity(r);
+        let mut sizes = Vec::with_capacity(r);
+        for &d in &s {
+            let size = self.rng.range(1, d);
+            offs.push(self.rng.range(0, d - size));
+            sizes.push(size);
+        }
+        let iv = self.iv[x.index()];
+        self.push(OpKind::Slice, &[x], attrs([("offsets", ints(&offs))]), Some(sizes), iv);
+    }
+
+    /// A concat of two values along a random dim.
+    fn emit_concat(&mut self) {
+        let r = self.rng.range(1, 4) as usize;
+        let a = self.of_rank(r);
+        let s = self.shape(a);
+        let dim = self.rng.below(r as u64) as usize;
+        let mut ops = vec![a];
+        for _ in 0..self.rng.range(1, 2) {
+            let mut t = s.clone();
+            t[dim] = self.dim();
+            let b = self.obtain(&t);
+            ops.push(b);
+        }
+        let iv = ops.iter().fold(self.iv[a.index()], |acc, v| {
+            let o = self.iv[v.index()];
+            Iv::new(acc.lo.min(o.lo), acc.hi.max(o.hi))
+        });
+        self.push(OpKind::Concat, &ops, attrs([("dim", Attr::Int(dim as i64))]), None, iv);
+    }
+
+    /// A matmul of two bounded operands, with random transposes.
+    fn emit_matmul(&mut self) {
+        let r = self.rng.pick(&[2usize, 2, 3]);
+        let a = self.of_rank(r);
+        let a = self.bounded(a, OPERAND_LIMIT);
+        let s = self.shape(a);
+        let (ta, tb) = (self.rng.one_in(3), self.rng.one_in(3));
+        let k = if ta { s[r - 2] } else { s[r - 1] };
+        let n = self.dim();
+        let mut bs = s[..r - 2].to_vec();
+        bs.extend(if tb { [n, k] } else { [k, n] });
+        let b = self.obtain(&bs);
+        let b = self.bounded(b, OPERAND_LIMIT);
+        let iv = self.iv[a.index()].mul(self.iv[b.index()]).times(k as f64);
+        let mut at = Attrs::new();
+        if ta {
+            at.insert("transpose_a".into(), Attr::Bool(true));
+        }
+        if tb {
+            at.insert("transpose_b".into(), Attr::Bool(true));
+        }
+        self.push(OpKind::Matmul, &[a, b], at, None, iv);
     }
 
     /// Stride/padding and a filter extent that fits `h`/`w`.

@@ -13,7 +13,7 @@
 //! op reaching it), so the file stays small. Pure function of the IR; no I/O.
 //! Complexity: O(ops + values).
 
-use super::{Phase, live_bytes_timeline, liveness, op_phases, report::memory_report};
+use super::{MemoryReport, Phase, live_bytes_timeline, liveness, op_phases, report::memory_report};
 use ckopt_ir::{Func, Module};
 use std::fmt::Write;
 
@@ -70,25 +70,62 @@ pub(crate) fn fmt_mib(v: f64) -> String {
     }
 }
 
-/// Draws one function's panel at vertical offset `y0`.
+/// Draws one function's panel at vertical offset `y0`: header, axes,
+/// columns, the line with the results, the peak marker, the frame, the legend.
 fn panel(out: &mut String, f: &Func, y0: f64) {
     let live = liveness(f);
     let temp = live_bytes_timeline(f, &live, false);
     let all = live_bytes_timeline(f, &live, true);
     let phases = op_phases(f);
     let rep = memory_report(f);
-    let n = temp.len().max(1);
-    let cols = n.min(MAX_COLS);
-    let pw = W - ML - MR;
-    let ph = PANEL_H - MT - MB;
-    let mib = |b: u64| b as f64 / 1048576.0;
-    // the y axis fits the temporary memory (what remat changes); the line
-    // that adds the function results is clipped to the panel
-    let ymax_b = temp.iter().copied().max().unwrap_or(0).max(1) + temp.iter().copied().max().unwrap_or(0) / 10;
-    let step = nice_step(mib(ymax_b), 5.0);
-    let ytop = (mib(ymax_b) / step).ceil().max(1.0) * step;
-    let yof = |v: f64| y0 + MT + ph - (v / ytop) * ph;
-    let xof = |i: f64| ML + i / n as f64 * pw;
+    let fr = Frame::new(y0, &temp);
+    header(out, f, &rep, y0);
+    y_axis(out, &fr);
+    x_axis(out, &fr);
+    let line_pts = columns(out, &fr, &temp, &all, &phases);
+    results_line(out, &fr, &line_pts);
+    peak_marker(out, &fr, rep.temp_peak_bytes);
+    border(out, &fr);
+    legend(out, &fr);
+}
+
+fn mib(b: u64) -> f64 {
+    b as f64 / 1048576.0
+}
+
+/// The geometry of one panel: where op indices and MiB values land.
+struct Frame {
+    y0: f64,
+    /// Ops on the x axis (at least 1).
+    n: usize,
+    /// Plot width and height.
+    pw: f64,
+    ph: f64,
+    /// The y tick step and the top of the y axis (MiB).
+    step: f64,
+    ytop: f64,
+}
+
+impl Frame {
+    /// The y axis fits the temporary memory (what remat changes) plus a
+    /// tenth; the line that adds the function results is clipped to the panel.
+    fn new(y0: f64, temp: &[u64]) -> Frame {
+        let n = temp.len().max(1);
+        let ymax_b = temp.iter().copied().max().unwrap_or(0).max(1) + temp.iter().copied().max().unwrap_or(0) / 10;
+        let step = nice_step(mib(ymax_b), 5.0);
+        let ytop = (mib(ymax_b) / step).ceil().max(1.0) * step;
+        Frame { y0, n, pw: W - ML - MR, ph: PANEL_H - MT - MB, step, ytop }
+    }
+    fn yof(&self, v: f64) -> f64 {
+        self.y0 + MT + self.ph - (v / self.ytop) * self.ph
+    }
+    fn xof(&self, i: f64) -> f64 {
+        ML + i / self.n as f64 * self.pw
+    }
+}
+
+/// The title and the line of statistics.
+fn header(out: &mut String, f: &Func, rep: &MemoryReport, y0: f64) {
     let fl = rep.forward_flops.saturating_add(rep.backward_flops).max(1) as f64;
     let _ = writeln!(
         out,
@@ -106,10 +143,14 @@ fn panel(out: &mut String, f: &Func, y0: f64) {
         rep.recomputed_ops,
         100.0 * rep.recompute_flops as f64 / fl
     );
-    // axes and grid
+}
+
+/// The y axis: grid lines with MiB labels, and its title.
+fn y_axis(out: &mut String, fr: &Frame) {
+    let (y0, pw, ph) = (fr.y0, fr.pw, fr.ph);
     let mut v = 0.0;
-    while v <= ytop + step * 0.01 {
-        let y = yof(v);
+    while v <= fr.ytop + fr.step * 0.01 {
+        let y = fr.yof(v);
         let _ = writeln!(
             out,
             r##"<line x1="{ML}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#ddd" stroke-width="1"/><text x="{:.1}" y="{:.1}" font-size="10" text-anchor="end">{}</text>"##,
@@ -118,7 +159,7 @@ fn panel(out: &mut String, f: &Func, y0: f64) {
             y + 3.5,
             fmt_mib(v)
         );
-        v += step;
+        v += fr.step;
     }
     let _ = writeln!(
         out,
@@ -126,10 +167,15 @@ fn panel(out: &mut String, f: &Func, y0: f64) {
         ML - 52.0,
         y0 + MT + ph / 2.0
     );
+}
+
+/// The x axis: ticks at op indices, and its title.
+fn x_axis(out: &mut String, fr: &Frame) {
+    let (y0, n, pw, ph) = (fr.y0, fr.n, fr.pw, fr.ph);
     let xstep = nice_step(n as f64, 8.0).max(1.0);
     let mut x = 0.0;
     while x <= n as f64 {
-        let px = xof(x);
+        let px = fr.xof(x);
         let _ = writeln!(
             out,
             r##"<line x1="{px:.1}" y1="{:.1}" x2="{px:.1}" y2="{:.1}" stroke="#888"/><text x="{px:.1}" y="{:.1}" font-size="10" text-anchor="middle">{}</text>"##,
@@ -146,7 +192,14 @@ fn panel(out: &mut String, f: &Func, y0: f64) {
         ML + pw / 2.0,
         y0 + MT + ph + 32.0
     );
-    // columns
+}
+
+/// The columns of temporary memory, one per bin of at most `MAX_COLS`,
+/// coloured by the phase of the op reaching the bin's maximum. Returns the
+/// points of the line that adds the function results.
+fn columns(out: &mut String, fr: &Frame, temp: &[u64], all: &[u64], phases: &[Phase]) -> String {
+    let (y0, n, ph) = (fr.y0, fr.n, fr.ph);
+    let cols = n.min(MAX_COLS);
     let per = n.div_ceil(cols);
     let mut line_pts = String::new();
     let mut c = 0;
@@ -162,9 +215,9 @@ fn panel(out: &mut String, f: &Func, y0: f64) {
             }
             tot = tot.max(all[i]);
         }
-        let x0 = xof(a as f64);
-        let x1 = xof(b as f64);
-        let yt = yof(mib(best));
+        let x0 = fr.xof(a as f64);
+        let x1 = fr.xof(b as f64);
+        let yt = fr.yof(mib(best));
         let _ = writeln!(
             out,
             r#"<rect x="{x0:.2}" y="{yt:.2}" width="{:.2}" height="{:.2}" fill="{}"/>"#,
@@ -172,9 +225,15 @@ fn panel(out: &mut String, f: &Func, y0: f64) {
             (y0 + MT + ph - yt).max(0.0),
             color(phases[at])
         );
-        let _ = write!(line_pts, "{x0:.2},{:.2} {x1:.2},{:.2} ", yof(mib(tot)), yof(mib(tot)));
+        let _ = write!(line_pts, "{x0:.2},{:.2} {x1:.2},{:.2} ", fr.yof(mib(tot)), fr.yof(mib(tot)));
         c += 1;
     }
+    line_pts
+}
+
+/// The grey line with the function results, clipped to the plot.
+fn results_line(out: &mut String, fr: &Frame, line_pts: &str) {
+    let (y0, pw, ph) = (fr.y0, fr.pw, fr.ph);
     let clip = format!("clip{}", (y0 / PANEL_H) as u64);
     let _ = writeln!(
         out,
@@ -185,19 +244,32 @@ fn panel(out: &mut String, f: &Func, y0: f64) {
         out,
         r##"<polyline points="{line_pts}" fill="none" stroke="#666" stroke-width="1" clip-path="url(#{clip})"/>"##
     );
-    let yp = yof(mib(rep.temp_peak_bytes));
+}
+
+/// The dashed line at temp_peak_bytes.
+fn peak_marker(out: &mut String, fr: &Frame, temp_peak_bytes: u64) {
+    let yp = fr.yof(mib(temp_peak_bytes));
     let _ = writeln!(
         out,
         r##"<line x1="{ML}" y1="{yp:.1}" x2="{:.1}" y2="{yp:.1}" stroke="#c0392b" stroke-dasharray="5,4"/>"##,
-        ML + pw
+        ML + fr.pw
     );
+}
+
+/// The frame around the plot.
+fn border(out: &mut String, fr: &Frame) {
+    let (y0, pw, ph) = (fr.y0, fr.pw, fr.ph);
     let _ = writeln!(
         out,
         r##"<rect x="{ML}" y="{:.1}" width="{pw:.1}" height="{ph:.1}" fill="none" stroke="#333"/>"##,
         y0 + MT
     );
-    // legend
-    let lx = ML + pw + 16.0;
+}
+
+/// The legend right of the plot: the three phases and the two lines.
+fn legend(out: &mut String, fr: &Frame) {
+    let y0 = fr.y0;
+    let lx = ML + fr.pw + 16.0;
     let items: [(&str, &str, bool); 5] = [
         ("forward", color(Phase::Forward), false),
         ("backward", color(Phase::Backward), false),

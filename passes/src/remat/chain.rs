@@ -130,12 +130,55 @@ impl ActiveSet {
 
 /// Builds the chain of `f`. Never fails: a function without backward reads
 /// gives a chain with `has_backward == false`.
+///
+/// The phases, in order: classify the values, number the spine, count the
+/// crossing values of every spine position, choose the cuts, give every spine
+/// position its stage, collect the boundary sets, put every forward op in a
+/// stage, collect each stage's store set, place the recomputations, assemble.
 pub fn build_chain(f: &Func) -> Chain {
-    let nv = f.values.len();
-    let nb = f.body.len();
+    let vals = classify_values(f);
+    let spine = Spine::new(f, &vals);
+    let cross = crossing_counts(f, &vals, &spine);
+    let is_cut = choose_cuts(&cross);
+    let stage_of_pos = stage_positions(&is_cut);
+    let n_stages = stage_of_pos.last().map_or(0, |&s| s + 1);
+    let bounds = boundary_sets(f, &vals, &spine, &is_cut, &stage_of_pos, n_stages);
+    let mut stages = assign_stages(f, &vals, &spine, &stage_of_pos, n_stages);
+    let first_use_stage = store_sets(f, &vals, &bounds, &mut stages);
+    let insert_at = insertion_points(&vals.is_fwd, &first_use_stage);
+    assemble(f, vals, stages, bounds, insert_at)
+}
+
+/// Per-value facts of the forward pass (the first columns of [`Chain`]).
+struct Values {
+    is_fwd: Vec<bool>,
+    def: Vec<Option<usize>>,
+    fwd_val: Vec<bool>,
+    mirror: Vec<bool>,
+    forced: Vec<bool>,
+    needed: Vec<bool>,
+    first_bwd_use: Vec<usize>,
+    arg_only: Vec<bool>,
+    has_backward: bool,
+}
+
+/// Classifies ops and values: forward, forced, mirror, needed (and the first
+/// backward read), arg-only.
+fn classify_values(f: &Func) -> Values {
     let phases = op_phases(f);
     let is_fwd: Vec<bool> = phases.iter().map(|p| *p == Phase::Forward).collect();
     let def = f.def_table();
+    let (fwd_val, mirror, forced) = forward_marks(f, &is_fwd);
+    let (needed, first_bwd_use) = needed_values(f, &is_fwd, &fwd_val);
+    let has_backward = (0..f.values.len()).any(|v| needed[v] && !forced[v]);
+    let arg_only = arg_only_values(f, &is_fwd, &def);
+    Values { is_fwd, def, fwd_val, mirror, forced, needed, first_bwd_use, arg_only, has_backward }
+}
+
+/// Forward values, and which of them are mirror and forced (returned or
+/// `ck.checkpoint`); forced wins over mirror.
+fn forward_marks(f: &Func, is_fwd: &[bool]) -> (Vec<bool>, Vec<bool>, Vec<bool>) {
+    let nv = f.values.len();
     let mut fwd_val = vec![false; nv];
     let mut mirror = vec![false; nv];
     let mut forced = vec![false; nv];
@@ -154,13 +197,18 @@ pub fn build_chain(f: &Func) -> Chain {
             mirror[r.index()] = false;
         }
     }
-    // forced wins over mirror
     for v in 0..nv {
         if forced[v] {
             mirror[v] = false;
         }
     }
-    // needed values and their first backward use
+    (fwd_val, mirror, forced)
+}
+
+/// Needed values (forward values read by a non-forward op) and the body
+/// index of their first backward read.
+fn needed_values(f: &Func, is_fwd: &[bool], fwd_val: &[bool]) -> (Vec<bool>, Vec<usize>) {
+    let nv = f.values.len();
     let mut needed = vec![false; nv];
     let mut first_bwd_use = vec![usize::MAX; nv];
     for (i, op) in f.body.iter().enumerate() {
@@ -176,9 +224,13 @@ pub fn build_chain(f: &Func) -> Chain {
             }
         }
     }
-    let has_backward = (0..nv).any(|v| needed[v] && !forced[v]);
-    // arg-only values
-    let mut arg_only = vec![false; nv];
+    (needed, first_bwd_use)
+}
+
+/// Arg-only values: results of cheap forward ops whose operands are
+/// arguments or arg-only.
+fn arg_only_values(f: &Func, is_fwd: &[bool], def: &[Option<usize>]) -> Vec<bool> {
+    let mut arg_only = vec![false; f.values.len()];
     for (i, op) in f.body.iter().enumerate() {
         if !is_fwd[i] {
             continue;
@@ -188,38 +240,72 @@ pub fn build_chain(f: &Func) -> Chain {
                 && op.operands.iter().all(|o| def[o.index()].is_none() || arg_only[o.index()]);
         }
     }
-    // spine positions
-    let spine: Vec<usize> = (0..nb).filter(|&i| is_fwd[i] && f.body[i].result.is_some_and(|r| !arg_only[r.index()])).collect();
-    let np = spine.len();
-    let mut pos_of = vec![usize::MAX; nb];
-    for (p, &i) in spine.iter().enumerate() {
-        pos_of[i] = p;
-    }
-    // last forward (spine) use position of each spine value
-    let mut last_fwd_use = vec![0usize; nv];
-    for (p, &i) in spine.iter().enumerate() {
-        for &o in &f.body[i].operands {
-            last_fwd_use[o.index()] = p;
+    arg_only
+}
+
+/// The spine: forward ops with a non-arg-only result, by position.
+struct Spine {
+    /// Body index of each spine position.
+    ops: Vec<usize>,
+    /// Per value: the last spine position that reads it (0: none).
+    last_fwd_use: Vec<usize>,
+}
+
+impl Spine {
+    /// Numbers the spine ops and finds the last spine read of every value.
+    fn new(f: &Func, vals: &Values) -> Spine {
+        let ops: Vec<usize> = (0..f.body.len())
+            .filter(|&i| vals.is_fwd[i] && f.body[i].result.is_some_and(|r| !vals.arg_only[r.index()]))
+            .collect();
+        let mut last_fwd_use = vec![0usize; f.values.len()];
+        for (p, &i) in ops.iter().enumerate() {
+            for &o in &f.body[i].operands {
+                last_fwd_use[o.index()] = p;
+            }
         }
+        Spine { ops, last_fwd_use }
     }
-    // crossing counts via difference arrays (forced values excluded: always held)
+
+    fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    /// The spine result defined at position p that crosses p: read by a later
+    /// spine op and not forced (forced values are always held). With its last
+    /// spine read.
+    fn crossing_result(&self, f: &Func, vals: &Values, p: usize) -> Option<(ValueId, usize)> {
+        let r = f.body[self.ops[p]].result?;
+        let u = self.last_fwd_use[r.index()];
+        (u > p && !vals.forced[r.index()]).then_some((r, u))
+    }
+}
+
+/// Per spine position: |C_p|, how many of C_p the backward does not read,
+/// and whether p may be a cut.
+struct Crossing {
+    cnt: Vec<i64>,
+    extra: Vec<i64>,
+    eligible: Vec<bool>,
+}
+
+/// Counts the crossing values of every spine position via difference arrays
+/// (forced values excluded: always held).
+fn crossing_counts(f: &Func, vals: &Values, spine: &Spine) -> Crossing {
+    let np = spine.len();
     let mut d_cnt = vec![0i64; np + 1];
     let mut d_bad = vec![0i64; np + 1];
     let mut d_mirror = vec![0i64; np + 1];
-    for (p, &i) in spine.iter().enumerate() {
-        let Some(r) = f.body[i].result else { continue };
-        let u = last_fwd_use[r.index()];
-        if u > p && !forced[r.index()] {
-            d_cnt[p] += 1;
-            d_cnt[u] -= 1;
-            if !needed[r.index()] {
-                d_bad[p] += 1;
-                d_bad[u] -= 1;
-            }
-            if mirror[r.index()] {
-                d_mirror[p] += 1;
-                d_mirror[u] -= 1;
-            }
+    for p in 0..np {
+        let Some((r, u)) = spine.crossing_result(f, vals, p) else { continue };
+        d_cnt[p] += 1;
+        d_cnt[u] -= 1;
+        if !vals.needed[r.index()] {
+            d_bad[p] += 1;
+            d_bad[u] -= 1;
+        }
+        if vals.mirror[r.index()] {
+            d_mirror[p] += 1;
+            d_mirror[u] -= 1;
         }
     }
     let mut cnt = vec![0i64; np];
@@ -234,69 +320,86 @@ pub fn build_chain(f: &Func) -> Chain {
         extra[p] = b;
         eligible[p] = mcnt == 0 && p + 1 < np;
     }
-    // choose the cuts: positions whose crossing values the backward reads
-    // anyway (free to keep) when there are enough of them, else any position;
-    // in both cases those with at most kappa crossing values, kappa the
-    // smallest count giving about 2·sqrt(P) cuts.
+    Crossing { cnt, extra, eligible }
+}
+
+/// Chooses the cuts: positions whose crossing values the backward reads
+/// anyway (free to keep) when there are enough of them, else any eligible
+/// position; in both cases those with at most kappa crossing values, kappa
+/// the smallest count giving about 2·sqrt(P) cuts.
+fn choose_cuts(cross: &Crossing) -> Vec<bool> {
+    let np = cross.cnt.len();
     let target = ((2.0 * (np as f64).sqrt()).ceil() as usize).max(1);
-    let choose = |free_only: bool| -> (Vec<bool>, usize) {
-        let mut hist: Vec<usize> = Vec::new();
-        for p in 0..np {
-            if eligible[p] && (!free_only || extra[p] == 0) {
-                let k = cnt[p].max(0) as usize;
-                if hist.len() <= k {
-                    hist.resize(k + 1, 0);
-                }
-                hist[k] += 1;
-            }
-        }
-        let total: usize = hist.iter().sum();
-        let want = target.min(total);
-        let (mut kappa, mut acc) = (0usize, 0usize);
-        for (k, &h) in hist.iter().enumerate() {
-            acc += h;
-            kappa = k;
-            if acc >= want {
-                break;
-            }
-        }
-        let cut: Vec<bool> = (0..np)
-            .map(|p| eligible[p] && (!free_only || extra[p] == 0) && (cnt[p].max(0) as usize) <= kappa)
-            .collect();
-        (cut, total)
-    };
-    let (free_cut, n_free) = choose(true);
-    let is_cut = if 2 * n_free >= target { free_cut } else { choose(false).0 };
-    // stage of each spine position
-    let mut stage_of_pos = vec![0usize; np];
-    let mut s = 0usize;
+    let (free_cut, n_free) = cuts_under_kappa(cross, target, true);
+    if 2 * n_free >= target { free_cut } else { cuts_under_kappa(cross, target, false).0 }
+}
+
+/// The candidate positions (free ones only, or all eligible ones) with at
+/// most kappa crossing values, and how many candidates there are.
+fn cuts_under_kappa(cross: &Crossing, target: usize, free_only: bool) -> (Vec<bool>, usize) {
+    let np = cross.cnt.len();
+    let candidate = |p: usize| cross.eligible[p] && (!free_only || cross.extra[p] == 0);
+    let mut hist: Vec<usize> = Vec::new();
     for p in 0..np {
+        if candidate(p) {
+            let k = cross.cnt[p].max(0) as usize;
+            if hist.len() <= k {
+                hist.resize(k + 1, 0);
+            }
+            hist[k] += 1;
+        }
+    }
+    let total: usize = hist.iter().sum();
+    let want = target.min(total);
+    let (mut kappa, mut acc) = (0usize, 0usize);
+    for (k, &h) in hist.iter().enumerate() {
+        acc += h;
+        kappa = k;
+        if acc >= want {
+            break;
+        }
+    }
+    let cut: Vec<bool> = (0..np).map(|p| candidate(p) && (cross.cnt[p].max(0) as usize) <= kappa).collect();
+    (cut, total)
+}
+
+/// The stage of each spine position: a cut ends its stage.
+fn stage_positions(is_cut: &[bool]) -> Vec<usize> {
+    let mut stage_of_pos = vec![0usize; is_cut.len()];
+    let mut s = 0usize;
+    for (p, &cut) in is_cut.iter().enumerate() {
         stage_of_pos[p] = s;
-        if is_cut[p] {
+        if cut {
             s += 1;
         }
     }
-    let n_stages = if np == 0 { 0 } else { stage_of_pos[np - 1] + 1 };
-    // boundary sets by a sweep
+    stage_of_pos
+}
+
+/// The boundary sets C_p of the cuts, by a sweep over the spine
+/// (`n_stages + 1` entries, the first and last empty).
+fn boundary_sets(
+    f: &Func,
+    vals: &Values,
+    spine: &Spine,
+    is_cut: &[bool],
+    stage_of_pos: &[usize],
+    n_stages: usize,
+) -> Vec<Vec<ValueId>> {
+    let np = spine.len();
     let mut bounds: Vec<Vec<ValueId>> = vec![Vec::new(); n_stages + 1];
-    let mut active = ActiveSet::new(nv);
+    let mut active = ActiveSet::new(f.values.len());
     let mut ends_at: Vec<Vec<ValueId>> = vec![Vec::new(); np];
-    for (p, &i) in spine.iter().enumerate() {
-        if let Some(r) = f.body[i].result {
-            let u = last_fwd_use[r.index()];
-            if u > p && !forced[r.index()] {
-                ends_at[u].push(r);
-            }
+    for p in 0..np {
+        if let Some((r, u)) = spine.crossing_result(f, vals, p) {
+            ends_at[u].push(r);
         }
     }
-    for (p, &i) in spine.iter().enumerate() {
+    for p in 0..np {
         for &v in &ends_at[p] {
             active.remove(v);
         }
-        if let Some(r) = f.body[i].result
-            && last_fwd_use[r.index()] > p
-            && !forced[r.index()]
-        {
+        if let Some((r, _)) = spine.crossing_result(f, vals, p) {
             active.insert(r);
         }
         if is_cut[p] {
@@ -305,9 +408,17 @@ pub fn build_chain(f: &Func) -> Chain {
             bounds[stage_of_pos[p] + 1] = members;
         }
     }
-    // stage of every forward op: spine by position, arg-only by first forward user
+    bounds
+}
+
+/// Puts every forward op in a stage (spine ops by position, arg-only ones
+/// by their first forward user) and sums the stages' flops.
+fn assign_stages(f: &Func, vals: &Values, spine: &Spine, stage_of_pos: &[usize], n_stages: usize) -> Vec<Stage> {
+    let nb = f.body.len();
+    let np = spine.len();
+    let is_fwd = &vals.is_fwd;
     let mut stage_of_op = vec![usize::MAX; nb];
-    for (p, &i) in spine.iter().enumerate() {
+    for (p, &i) in spine.ops.iter().enumerate() {
         stage_of_op[i] = stage_of_pos[p];
     }
     let uses = f.uses();
@@ -325,7 +436,7 @@ pub fn build_chain(f: &Func) -> Chain {
         }
         if st == usize::MAX {
             // no forward user (the loss itself or dead): the stage of the next spine op
-            st = spine.partition_point(|&x| x < i);
+            st = spine.ops.partition_point(|&x| x < i);
             st = if st < np { stage_of_pos[st] } else { n_stages.saturating_sub(1) };
         }
         stage_of_op[i] = st;
@@ -338,9 +449,15 @@ pub fn build_chain(f: &Func) -> Chain {
             st.flops = st.flops.saturating_add(op_flops(f, &f.body[i]));
         }
     }
-    let mut in_next_bound = vec![false; nv];
-    let mut first_use_stage = vec![usize::MAX; n_stages];
-    for j in 0..n_stages {
+    stages
+}
+
+/// Fills each stage's store set (needed values, not forced, not mirror, not
+/// in the next boundary) and returns each stage's first backward read.
+fn store_sets(f: &Func, vals: &Values, bounds: &[Vec<ValueId>], stages: &mut [Stage]) -> Vec<usize> {
+    let mut in_next_bound = vec![false; f.values.len()];
+    let mut first_use_stage = vec![usize::MAX; stages.len()];
+    for j in 0..stages.len() {
         for &v in &bounds[j + 1] {
             in_next_bound[v.index()] = true;
         }
@@ -349,9 +466,9 @@ pub fn build_chain(f: &Func) -> Chain {
         let mut t = usize::MAX;
         for &i in &stages[j].ops {
             let Some(r) = f.body[i].result else { continue };
-            if needed[r.index()] && !forced[r.index()] {
-                t = t.min(first_bwd_use[r.index()]);
-                if !mirror[r.index()] && !in_next_bound[r.index()] {
+            if vals.needed[r.index()] && !vals.forced[r.index()] {
+                t = t.min(vals.first_bwd_use[r.index()]);
+                if !vals.mirror[r.index()] && !in_next_bound[r.index()] {
                     store.push(r);
                     bytes = bytes.saturating_add(f.ty(r).bytes());
                 }
@@ -364,38 +481,52 @@ pub fn build_chain(f: &Func) -> Chain {
         stages[j].store_bytes = bytes;
         first_use_stage[j] = t;
     }
-    // insertion points: prefix minimum, never before the end of the forward
-    let fwd_end = (0..nb).filter(|&i| is_fwd[i]).max().map(|i| i + 1).unwrap_or(0);
-    let mut insert_at = vec![usize::MAX; n_stages];
+    first_use_stage
+}
+
+/// Insertion points: prefix minimum of the stages' first backward reads,
+/// never before the end of the forward.
+fn insertion_points(is_fwd: &[bool], first_use_stage: &[usize]) -> Vec<usize> {
+    let fwd_end = (0..is_fwd.len()).filter(|&i| is_fwd[i]).max().map(|i| i + 1).unwrap_or(0);
+    let mut insert_at = vec![usize::MAX; first_use_stage.len()];
     let mut m = usize::MAX;
-    for j in 0..n_stages {
-        m = m.min(first_use_stage[j]);
+    for (j, &t) in first_use_stage.iter().enumerate() {
+        m = m.min(t);
         insert_at[j] = if m == usize::MAX { m } else { m.max(fwd_end) };
     }
+    insert_at
+}
+
+/// Assembles the chain, with the byte totals of the boundaries and of the
+/// needed values.
+fn assemble(f: &Func, vals: Values, stages: Vec<Stage>, bounds: Vec<Vec<ValueId>>, insert_at: Vec<usize>) -> Chain {
+    let needed = &vals.needed;
     let bound_bytes: Vec<u64> =
         bounds.iter().map(|b| b.iter().map(|&v| f.ty(v).bytes()).fold(0u64, u64::saturating_add)).collect();
     let bound_needed_bytes: Vec<u64> = bounds
         .iter()
         .map(|b| b.iter().filter(|v| needed[v.index()]).map(|&v| f.ty(v).bytes()).fold(0u64, u64::saturating_add))
         .collect();
-    let needed_bytes =
-        (0..nv).filter(|&v| needed[v] && !forced[v]).map(|v| f.values[v].ty.bytes()).fold(0u64, u64::saturating_add);
+    let needed_bytes = (0..f.values.len())
+        .filter(|&v| needed[v] && !vals.forced[v])
+        .map(|v| f.values[v].ty.bytes())
+        .fold(0u64, u64::saturating_add);
     Chain {
-        is_fwd,
-        fwd_val,
-        needed,
-        forced,
-        mirror,
-        arg_only,
-        def,
-        first_use: first_bwd_use,
+        is_fwd: vals.is_fwd,
+        fwd_val: vals.fwd_val,
+        needed: vals.needed,
+        forced: vals.forced,
+        mirror: vals.mirror,
+        arg_only: vals.arg_only,
+        def: vals.def,
+        first_use: vals.first_bwd_use,
         stages,
         bounds,
         bound_bytes,
         bound_needed_bytes,
         insert_at,
         needed_bytes,
-        has_backward,
+        has_backward: vals.has_backward,
     }
 }
 
