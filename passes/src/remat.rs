@@ -313,6 +313,16 @@ pub fn remat_func(f: &mut Func, opts: &RematOptions) -> Result<Option<RematOutco
         temp_budget = Some(d.saturating_sub(overhead).max(1));
     }
     mode_candidates(f, &ch, opts, temp_budget, &mut cands);
+    // the same plans over a chain cut at every free position, when that
+    // gives more stages (long skips: every position crosses many values)
+    let fine = chain::build_chain_with(f, chain::CutRule::AllFree);
+    if fine.len() > ch.len() {
+        let n = cands.len();
+        mode_candidates(f, &fine, opts, temp_budget, &mut cands);
+        for c in &mut cands[n..] {
+            c.label = format!("fine {}", c.label);
+        }
+    }
     // the same plans over the forward in wavefront order, when it differs
     if let Some(g) = chain::wavefront(f) {
         let wch = build_chain(&g);

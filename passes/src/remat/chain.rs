@@ -136,10 +136,31 @@ impl ActiveSet {
 /// position its stage, collect the boundary sets, put every forward op in a
 /// stage, collect each stage's store set, place the recomputations, assemble.
 pub fn build_chain(f: &Func) -> Chain {
+    build_chain_with(f, CutRule::Narrow)
+}
+
+/// How cuts are chosen (see [`choose_cuts`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CutRule {
+    /// About 2·sqrt(P) of the narrowest positions (the default).
+    Narrow,
+    /// Every position whose crossing values the backward reads anyway,
+    /// however many: keeping such a boundary adds no bytes, so on graphs
+    /// where every position crosses many values (long skip connections)
+    /// the plans still get fine stages. Falls back to `Narrow` when fewer
+    /// than sqrt(P) positions are free.
+    AllFree,
+}
+
+/// [`build_chain`] with a choice of cut rule.
+pub fn build_chain_with(f: &Func, rule: CutRule) -> Chain {
     let vals = classify_values(f);
     let spine = Spine::new(f, &vals);
     let cross = crossing_counts(f, &vals, &spine);
-    let is_cut = choose_cuts(&cross);
+    let is_cut = match rule {
+        CutRule::Narrow => choose_cuts(&cross),
+        CutRule::AllFree => all_free_cuts(&cross).unwrap_or_else(|| choose_cuts(&cross)),
+    };
     let stage_of_pos = stage_positions(&is_cut);
     let n_stages = stage_of_pos.last().map_or(0, |&s| s + 1);
     let bounds = boundary_sets(f, &vals, &spine, &is_cut, &stage_of_pos, n_stages);
@@ -332,6 +353,14 @@ fn choose_cuts(cross: &Crossing) -> Vec<bool> {
     let target = ((2.0 * (np as f64).sqrt()).ceil() as usize).max(1);
     let (free_cut, n_free) = cuts_under_kappa(cross, target, true);
     if 2 * n_free >= target { free_cut } else { cuts_under_kappa(cross, target, false).0 }
+}
+
+/// Every free eligible position, when there are at least sqrt(P) of them.
+fn all_free_cuts(cross: &Crossing) -> Option<Vec<bool>> {
+    let np = cross.cnt.len();
+    let cut: Vec<bool> = (0..np).map(|p| cross.eligible[p] && cross.extra[p] == 0).collect();
+    let n = cut.iter().filter(|&&c| c).count();
+    (n * n >= np && n > 0).then_some(cut)
 }
 
 /// The candidate positions (free ones only, or all eligible ones) with at
