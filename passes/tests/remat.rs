@@ -275,3 +275,37 @@ fn lstm_sqrt_plans_in_wavefront_order() {
     let base = bits(&run_func(&g, "lstm_grad", &inputs).expect("base run"));
     assert_eq!(bits(&run_func(&r, "lstm_grad", &inputs).expect("remat run")), base);
 }
+
+/// A U-Net-like chain (bench/skipnet.py: layer j's output added into layer
+/// n-j), whose every cut is wide: every mode gives bit-identical gradients,
+/// and greedy finds its plan on the chain cut at every free position.
+#[test]
+fn skipnet_every_mode_bit_identical_and_fine_cuts() {
+    let (n, b, w) = (32usize, 4u64, 8u64);
+    let t = format!("tensor<{b}x{w}xf32>");
+    let wt = format!("tensor<{w}x{w}xf32>");
+    let mut params = vec![format!("%x: {t}"), format!("%t: {t}")];
+    params.extend((0..n).map(|i| format!("%w{i}: {wt} {{ck.param}}")));
+    let mut body = String::new();
+    for i in 0..n {
+        let h = if i == 0 { "%x".to_string() } else { format!("%h{i}") };
+        body += &format!("    %m{i} = \"ck.matmul\"({h}, %w{i}) : ({t}, {wt}) -> {t}\n");
+        let mut z = format!("%m{i}");
+        let j = n - i;
+        if i >= n / 2 && j > 0 && j < i {
+            body += &format!("    %s{i} = \"ck.add\"(%m{i}, %h{j}) : ({t}, {t}) -> {t}\n");
+            z = format!("%s{i}");
+        }
+        body += &format!("    %h{} = \"ck.tanh\"({z}) : ({t}) -> {t}\n", i + 1);
+    }
+    body += &format!("    %d = \"ck.sub\"(%h{n}, %t) : ({t}, {t}) -> {t}\n    %q = \"ck.mul\"(%d, %d) : ({t}, {t}) -> {t}\n");
+    body += &format!("    %l = \"ck.reduce_sum\"(%q) {{dims = [0, 1]}} : ({t}) -> tensor<f32>\n    \"ck.return\"(%l) : (tensor<f32>) -> ()\n");
+    let text = format!("module {{\n  func.func @skip({}) -> tensor<f32> {{\n{body}  }}\n}}\n", params.join(", "));
+    let m = ckopt_ir::parse_and_verify(&text, "skip.ck").expect("skipnet parses");
+    check_all_modes(&m, "skip", 9);
+    let mut g = grad_module(&m);
+    let mut pm = PassManager::parse("remat{mode=greedy}").unwrap();
+    pm.run(&mut g).unwrap();
+    let stats = pm.stats.render();
+    assert!(stats.contains("fine greedy("), "{stats}");
+}
