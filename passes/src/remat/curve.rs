@@ -217,11 +217,11 @@ fn panel(out: &mut String, c: &Curve, y0: f64) {
         r#"<text x="18" y="{y}" font-size="12" text-anchor="middle" transform="rotate(-90 18 {y})">recompute (forward passes)</text>"#,
         y = y0 + MT + ph / 2.0
     );
-    // every measured plan, faint
-    for p in &c.measured {
+    // a plan as a dot with its text as a tooltip
+    let dot = |out: &mut String, p: &CurvePoint, style: &str| {
         let _ = writeln!(
             out,
-            r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{}" fill-opacity="0.25"><title>{} — {} MiB, {:.3} fwd</title></circle>"#,
+            r#"<circle cx="{:.1}" cy="{:.1}" fill="{}" {style}><title>{} — {} MiB, {:.3} fwd</title></circle>"#,
             px(mib(p.peak_bytes)),
             py(passes(p.recompute_flops)),
             mode_color(mode_of(&p.plan)),
@@ -229,6 +229,10 @@ fn panel(out: &mut String, c: &Curve, y0: f64) {
             fmt_mib(mib(p.peak_bytes)),
             passes(p.recompute_flops)
         );
+    };
+    // every measured plan, faint
+    for p in &c.measured {
+        dot(out, p, r#"r="3" fill-opacity="0.25""#);
     }
     // the front as a staircase
     let mut d = String::new();
@@ -242,16 +246,7 @@ fn panel(out: &mut String, c: &Curve, y0: f64) {
     }
     let _ = writeln!(out, r##"<path d="{d}" fill="none" stroke="#222" stroke-width="1.5"/>"##);
     for p in &c.points {
-        let _ = writeln!(
-            out,
-            r##"<circle cx="{:.1}" cy="{:.1}" r="5" fill="{}" stroke="#222"><title>{} — {} MiB, {:.3} fwd</title></circle>"##,
-            px(mib(p.peak_bytes)),
-            py(passes(p.recompute_flops)),
-            mode_color(mode_of(&p.plan)),
-            esc(&p.plan),
-            fmt_mib(mib(p.peak_bytes)),
-            passes(p.recompute_flops)
-        );
+        dot(out, p, r##"r="5" stroke="#222""##);
     }
     // legend
     let lx = ML + pw + 16.0;

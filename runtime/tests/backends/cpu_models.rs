@@ -6,34 +6,12 @@
 use ckopt_interp::{Tensor, random_inputs, run_func};
 use ckopt_ir::Module;
 use ckopt_lower::testcases::close;
-use ckopt_models::{GenOptions, ModelKind, SizeOpt, generate};
-use ckopt_passes::PassManager;
+use ckopt_models::ModelKind;
 use ckopt_runtime::CpuExecutor;
+use super::common::{KINDS, planned};
 
 fn small(kind: ModelKind) -> Module {
-    let mut o = GenOptions::default();
-    for &(opt, _) in kind.options() {
-        let v = match opt {
-            SizeOpt::Depth => 3,
-            SizeOpt::Width => 24,
-            SizeOpt::Batch => 5,
-            SizeOpt::Seq => 3,
-            SizeOpt::Heads => 2,
-            SizeOpt::Channels => 4,
-            SizeOpt::Image => 8,
-            SizeOpt::Classes => 5,
-        };
-        o.set(opt, Some(v));
-    }
-    generate(kind, &o).unwrap_or_else(|e| panic!("{kind:?}: {e}"))
-}
-
-const KINDS: [ModelKind; 5] = [ModelKind::Mlp, ModelKind::Resmlp, ModelKind::Lstm, ModelKind::Resnet, ModelKind::Transformer];
-
-fn planned(m: &Module, pipeline: &str) -> Module {
-    let mut m = m.clone();
-    PassManager::parse(pipeline).expect("pipeline").run(&mut m).unwrap_or_else(|e| panic!("{pipeline}: {e}"));
-    m
+    super::common::small(kind, super::common::Sizes { depth: 3, width: 24, batch: 5, seq: 3, image: 8 })
 }
 
 fn cpu(m: &Module, func: &str, inputs: &[Tensor]) -> Vec<Tensor> {

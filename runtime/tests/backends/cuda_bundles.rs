@@ -8,31 +8,11 @@ use ckopt_ir::{Func, Module};
 use ckopt_kernels::Bundle;
 use ckopt_kernels::bundle::GRID_X_LIMIT;
 use ckopt_lower::{CudaOptions, compile_bundle};
-use ckopt_models::{GenOptions, ModelKind, SizeOpt, generate};
-use ckopt_passes::PassManager;
+use ckopt_models::ModelKind;
+use super::common::planned;
 
 fn small(kind: ModelKind) -> Module {
-    let mut o = GenOptions::default();
-    for &(opt, _) in kind.options() {
-        let v = match opt {
-            SizeOpt::Depth => 3,
-            SizeOpt::Width => 32,
-            SizeOpt::Batch => 8,
-            SizeOpt::Seq => 4,
-            SizeOpt::Heads => 2,
-            SizeOpt::Channels => 4,
-            SizeOpt::Image => 8,
-            SizeOpt::Classes => 5,
-        };
-        o.set(opt, Some(v));
-    }
-    generate(kind, &o).unwrap_or_else(|e| panic!("{kind:?}: {e}"))
-}
-
-fn planned(m: &Module, pipeline: &str) -> Module {
-    let mut m = m.clone();
-    PassManager::parse(pipeline).expect("pipeline").run(&mut m).unwrap_or_else(|e| panic!("{pipeline}: {e}"));
-    m
+    super::common::small(kind, super::common::Sizes { depth: 3, width: 32, batch: 8, seq: 4, image: 8 })
 }
 
 fn ptxas(ptx: &str, name: &str) -> Option<Result<(), String>> {

@@ -8,9 +8,9 @@
 use ckopt_interp::{StepExec, Tensor, random_inputs, run_func};
 use ckopt_ir::{Func, Module};
 use ckopt_lower::testcases::{close, naive_plan, op_cases};
-use ckopt_models::{GenOptions, ModelKind, SizeOpt, generate};
-use ckopt_passes::PassManager;
+use ckopt_models::ModelKind;
 use ckopt_runtime::{CudaExecutor, emulated_module};
+use super::common::{KINDS, planned};
 
 fn emu(funcs: &[&Func], func: &str, inputs: &[Tensor]) -> Result<(Vec<Tensor>, CudaExecutor), String> {
     let m = emulated_module(funcs).map_err(|d| d.message)?;
@@ -46,29 +46,7 @@ fn every_op_on_emulated_cuda_matches_the_interpreter() {
 }
 
 fn small(kind: ModelKind) -> Module {
-    let mut o = GenOptions::default();
-    for &(opt, _) in kind.options() {
-        let v = match opt {
-            SizeOpt::Depth => 2,
-            SizeOpt::Width => 24,
-            SizeOpt::Batch => 5,
-            SizeOpt::Seq => 3,
-            SizeOpt::Heads => 2,
-            SizeOpt::Channels => 4,
-            SizeOpt::Image => 6,
-            SizeOpt::Classes => 5,
-        };
-        o.set(opt, Some(v));
-    }
-    generate(kind, &o).unwrap_or_else(|e| panic!("{kind:?}: {e}"))
-}
-
-const KINDS: [ModelKind; 5] = [ModelKind::Mlp, ModelKind::Resmlp, ModelKind::Lstm, ModelKind::Resnet, ModelKind::Transformer];
-
-fn planned(m: &Module, pipeline: &str) -> Module {
-    let mut m = m.clone();
-    PassManager::parse(pipeline).expect("pipeline").run(&mut m).unwrap_or_else(|e| panic!("{pipeline}: {e}"));
-    m
+    super::common::small(kind, super::common::Sizes { depth: 2, width: 24, batch: 5, seq: 3, image: 6 })
 }
 
 #[test]

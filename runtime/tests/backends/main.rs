@@ -3,6 +3,7 @@
 //! `make test`'s link time and disk use down. Run one group with
 //! `cargo test -p ckopt-runtime --test backends cpu_ops::`.
 
+mod common;
 mod cpu_models;
 mod cpu_ops;
 mod cuda_bundles;
