@@ -454,10 +454,10 @@ fn check_element_types(operands: &[&TensorType], declared: Option<&TensorType>) 
             return Err(Diag::unlocated(format!("operand element types differ: {} and {}", first, o)));
         }
     }
-    if let Some(d) = declared {
-        if d.dtype != first.dtype {
-            return Err(Diag::unlocated(format!("result element type {} differs from operand type {}", d.dtype.name(), first)));
-        }
+    if let Some(d) = declared
+        && d.dtype != first.dtype
+    {
+        return Err(Diag::unlocated(format!("result element type {} differs from operand type {}", d.dtype.name(), first)));
     }
     Ok(())
 }
@@ -467,10 +467,10 @@ fn check_inferred(inferred: TensorType, declared: Option<&TensorType>) -> Result
     if inferred.byte_size().is_none() {
         return Err(Diag::unlocated(format!("result type {inferred} has a size that overflows")));
     }
-    if let Some(d) = declared {
-        if *d != inferred {
-            return Err(Diag::unlocated(format!("result type {d} does not match the inferred type {inferred}")));
-        }
+    if let Some(d) = declared
+        && *d != inferred
+    {
+        return Err(Diag::unlocated(format!("result type {d} does not match the inferred type {inferred}")));
     }
     Ok(inferred)
 }
@@ -615,8 +615,7 @@ fn infer_slice(attrs: &Attrs, x: &TensorType, y: TensorType) -> Result<TensorTyp
             offs.len()
         )));
     }
-    for i in 0..x.rank() {
-        let o = offs[i];
+    for (i, &o) in offs.iter().enumerate() {
         if o < 0 || (o as u64).checked_add(y.shape[i]).is_none_or(|end| end > x.shape[i]) {
             return Err(Diag::unlocated(format!("slice window [{o}, {o}+{}) is outside dim {i} of size {}", y.shape[i], x.shape[i])));
         }

@@ -77,7 +77,7 @@ fn measure(f: &Func, text: &str) -> Option<CurvePoint> {
 /// point only when its recompute is below every point with a lower peak.
 pub fn pareto_front(pts: &[CurvePoint]) -> Vec<CurvePoint> {
     let mut sorted = pts.to_vec();
-    sorted.sort_by(|a, b| (a.peak_bytes, a.recompute_flops).cmp(&(b.peak_bytes, b.recompute_flops)));
+    sorted.sort_by_key(|p| (p.peak_bytes, p.recompute_flops));
     let mut out: Vec<CurvePoint> = Vec::new();
     for p in sorted {
         if out.last().is_none_or(|l| p.recompute_flops < l.recompute_flops) {
