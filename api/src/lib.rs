@@ -376,7 +376,7 @@ impl Trainer {
         self.report.clone()
     }
 
-    /// SPEC-style memory report of the step function.
+    /// The memory report (docs/memory.md) of the step function.
     pub fn memory_report(&self) -> MemoryReport {
         ckopt_passes::analysis::report::memory_report(&self.step_fn)
     }

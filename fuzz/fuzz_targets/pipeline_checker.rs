@@ -3,7 +3,8 @@
 //! generator (`ckopt_ir::testgen::build_module`, as `gen_roundtrip`), then a
 //! pipeline with options chosen by the input: autodiff, inplace, sgd
 //! (momentum or not), fuse (or not), remat (any mode, an optional budget as a
-//! fraction of the unplanned temp peak), memplan (align 4..256).
+//! fraction of the unplanned temp peak, an optional device budget), memplan
+//! (align 4..256).
 //!
 //! Properties: every pass either succeeds or returns an error value (a
 //! budget may be infeasible; autodiff has no rule for a few op
@@ -57,11 +58,18 @@ fuzz_target!(|data: &[u8]| {
         0 => None,
         k => Some(temp * k / 4 + 64),
     };
-    let remat = match (mode, budget) {
-        ("optimal", None) => format!("remat{{mode=optimal budget={}}}", temp + 64),
-        (_, Some(b)) => format!("remat{{mode={mode} budget={b}}}"),
-        _ => format!("remat{{mode={mode}}}"),
+    let mut remat = match (mode, budget) {
+        ("optimal", None) => format!("remat{{mode=optimal budget={}", temp + 64),
+        (_, Some(b)) => format!("remat{{mode={mode} budget={b}"),
+        _ => format!("remat{{mode={mode}"),
     };
+    // a device budget too (arguments + arena after memplan): ample, or tight
+    match (opts >> 11) % 4 {
+        1 => remat.push_str(" device_budget=1GiB"),
+        2 => remat.push_str(&format!(" device_budget={}", temp * 3 + 4096)),
+        _ => {}
+    }
+    remat.push('}');
     p.push(remat);
     p.push(format!("memplan{{align={align} check=false}}"));
     let pipeline = p.join(",");

@@ -77,7 +77,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// Execution backends.
+/// Execution backends: the interpreter, or one of the runtime's
+/// (`ckopt_runtime::Backend`, see `lowered`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum Backend {
     /// The reference interpreter (f32, the oracle of all tests).
@@ -89,6 +90,15 @@ enum Backend {
 }
 
 impl Backend {
+    /// The runtime's backend for the lowered ones (None: the interpreter).
+    #[cfg(feature = "lower")]
+    fn lowered(self) -> Option<ckopt_runtime::Backend> {
+        match self {
+            Backend::Interp => None,
+            Backend::Cpu => Some(ckopt_runtime::Backend::Cpu),
+            Backend::Cuda => Some(ckopt_runtime::Backend::Cuda),
+        }
+    }
     fn name(self) -> &'static str {
         match self {
             Backend::Interp => "interp",
@@ -295,7 +305,7 @@ fn median(xs: &[f64]) -> f64 {
 /// (cpu) or the driver's free-memory drop minus the argument buffers (cuda).
 #[cfg(feature = "lower")]
 fn execute_lowered(backend: Backend, repeat: usize, tf32: bool, loaded: &Loaded, func: &str, inputs: &[Tensor]) -> Result<Execution, ToolError> {
-    let b = if backend == Backend::Cuda { ckopt_runtime::Backend::Cuda } else { ckopt_runtime::Backend::Cpu };
+    let b = backend.lowered().unwrap_or(ckopt_runtime::Backend::Cpu);
     let mut module = loaded.module.clone();
     let planned_here = ckopt_tools::lowered::plan_if_needed(&mut module, func, "fuse,memplan")
         .map_err(|d| ToolError::Diags { diags: d, source: Some(loaded.source.clone()) })?;
@@ -389,7 +399,7 @@ fn train_lowered(
     tf32: bool,
     on_step: impl FnMut(usize, usize, f32),
 ) -> Result<(ckopt_tools::train::TrainResult, Option<Value>), ToolError> {
-    let b = if backend == Backend::Cuda { ckopt_runtime::Backend::Cuda } else { ckopt_runtime::Backend::Cpu };
+    let b = backend.lowered().unwrap_or(ckopt_runtime::Backend::Cpu);
     let (r, rep, planned) = ckopt_tools::lowered::train_lowered(&loaded.module, func, b, inputs, steps, lr, tf32, on_step)
         .map_err(|d| ToolError::Diags { diags: d, source: Some(loaded.source.clone()) })?;
     let mut v = rep.to_json();
@@ -561,10 +571,8 @@ fn compile_only_mode(cli: &Cli, loaded: &Loaded, func: &str) -> Result<(), ToolE
 
 #[cfg(feature = "lower")]
 fn compile_only_report(cli: &Cli, loaded: &Loaded, func: &str) -> Result<Value, ToolError> {
-    let b = match cli.backend {
-        Backend::Cpu => ckopt_runtime::Backend::Cpu,
-        Backend::Cuda => ckopt_runtime::Backend::Cuda,
-        Backend::Interp => return Err(ToolError::msg("--compile-only needs --backend cpu or cuda (the interpreter compiles nothing)")),
+    let Some(b) = cli.backend.lowered() else {
+        return Err(ToolError::msg("--compile-only needs --backend cpu or cuda (the interpreter compiles nothing)"));
     };
     let (rep, planned) = ckopt_tools::lowered::compile_only(&loaded.module, func, b, cli.train.then_some(cli.lr))
         .map_err(|d| ToolError::Diags { diags: d, source: Some(loaded.source.clone()) })?;
