@@ -136,7 +136,6 @@ fn sqrt_mode_reduces_peak_and_recomputes_at_most_one_forward() {
     let before = memory_report(&f);
     let (g, o) = run(&f, Mode::Sqrt, None);
     let after = memory_report(&g);
-    assert_eq!(after.temp_peak_bytes, o.temp_peak_after);
     assert!(after.temp_peak_bytes * 3 < before.temp_peak_bytes, "{} vs {}", after.temp_peak_bytes, before.temp_peak_bytes);
     // 2 sqrt(n) + a few units
     assert!(after.temp_peak_bytes <= (20 + 6) * UNIT, "peak {} units", after.temp_peak_bytes / UNIT);
