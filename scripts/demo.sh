@@ -28,16 +28,17 @@ echo "== The memory/recompute curve of the 1000-layer MLP (ckopt-opt --memory-cu
 mkdir -p target/demo
 $BIN/ckopt-gen mlp --depth 1000 --width 1024 --batch 256 -o target/demo/mlp1000.ck
 $BIN/ckopt-opt target/demo/mlp1000.ck --pass-pipeline='autodiff,inplace' \
-  --memory-curve=target/demo/mlp1000-curve.json -o /dev/null
+  --memory-curve=target/demo/mlp1000-curve.json --memory-report=target/demo/mlp1000-grad.json -o /dev/null
 $BIN/ckopt-opt target/demo/mlp1000.ck --pass-pipeline='autodiff,inplace' \
   --memory-curve=target/demo/mlp1000-curve.svg -o /dev/null
-python3 - target/demo/mlp1000-curve.json <<'PY'
+python3 - target/demo/mlp1000-curve.json target/demo/mlp1000-grad.json <<'PY'
 import json, sys
+fwd = {r["function"]: r["forward_flops"] for r in json.load(open(sys.argv[2]))}
 for c in json.load(open(sys.argv[1])):
     print(f"@{c['function']}: smallest feasible temp peak {c['min_feasible_bytes'] / 2**20:.1f} MiB")
-    print(f"  {'temp peak (MiB)':>16} {'recompute (flops)':>18}  plan")
+    print(f"  {'temp peak (MiB)':>16} {'recompute (forward passes)':>27}  plan")
     for p in c["points"]:
-        print(f"  {p['peak_bytes'] / 2**20:16.1f} {p['recompute_flops']:18d}  {p['plan']}")
+        print(f"  {p['peak_bytes'] / 2**20:16.1f} {p['recompute_flops'] / fwd[c['function']]:27.2f}  {p['plan']}")
 PY
 echo "(picture: target/demo/mlp1000-curve.svg)"
 echo
