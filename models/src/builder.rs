@@ -14,11 +14,12 @@
 //!
 //! Complexity: O(1) per op built (plus the op's operand/shape sizes).
 
+use crate::BuildError;
 use ckopt_ir::{Attr, Attrs, Func, Loc, OpKind, TensorType, ValueId, attrs};
 
 /// `a * b` or an error naming what overflowed.
-pub(crate) fn mul(a: u64, b: u64, what: &str) -> Result<u64, String> {
-    a.checked_mul(b).ok_or_else(|| format!("{what} overflows u64 ({a} x {b})"))
+pub(crate) fn mul(a: u64, b: u64, what: &'static str) -> Result<u64, BuildError> {
+    a.checked_mul(b).ok_or(BuildError::Overflow { what, a, b })
 }
 
 /// Builds one function op by op.
@@ -26,10 +27,10 @@ pub(crate) struct Builder {
     pub f: Func,
 }
 
-fn ints(v: &[u64]) -> Result<Attr, String> {
+fn ints(v: &[u64]) -> Result<Attr, BuildError> {
     v.iter()
-        .map(|&d| i64::try_from(d).map_err(|_| format!("index {d} does not fit in i64")))
-        .collect::<Result<Vec<i64>, String>>()
+        .map(|&d| i64::try_from(d).map_err(|_| BuildError::IndexTooLarge(d)))
+        .collect::<Result<Vec<i64>, BuildError>>()
         .map(Attr::IntArray)
 }
 
@@ -39,10 +40,10 @@ impl Builder {
     }
 
     /// Adds an argument (`param` marks it `{ck.param}`); its size must fit in u64 bytes.
-    pub fn arg(&mut self, name: &str, shape: &[u64], param: bool) -> Result<ValueId, String> {
+    pub fn arg(&mut self, name: &str, shape: &[u64], param: bool) -> Result<ValueId, BuildError> {
         let ty = TensorType::f32(shape.to_vec());
         if ty.byte_size().is_none() {
-            return Err(format!("argument %{name} of type {ty} has a byte size that overflows u64"));
+            return Err(BuildError::ArgTooLarge { name: name.to_string(), ty });
         }
         Ok(self.f.add_param(name, ty, param))
     }
@@ -58,72 +59,72 @@ impl Builder {
         attrs: Attrs,
         declared: Option<Vec<u64>>,
         name: &str,
-    ) -> Result<ValueId, String> {
+    ) -> Result<ValueId, BuildError> {
         self.f
             .push(kind, operands, attrs, declared.map(TensorType::f32), name, Loc::unknown())
-            .map_err(|d| d.message)
+            .map_err(BuildError::Ir)
     }
 
     /// Elementwise unary op (`relu`, `exp`, `tanh`, ...).
-    pub fn unary(&mut self, kind: OpKind, x: ValueId, name: &str) -> Result<ValueId, String> {
+    pub fn unary(&mut self, kind: OpKind, x: ValueId, name: &str) -> Result<ValueId, BuildError> {
         self.op(kind, &[x], Attrs::new(), None, name)
     }
 
     /// Elementwise binary op (`add`, `sub`, `mul`, `div`, ...).
-    pub fn binary(&mut self, kind: OpKind, a: ValueId, b: ValueId, name: &str) -> Result<ValueId, String> {
+    pub fn binary(&mut self, kind: OpKind, a: ValueId, b: ValueId, name: &str) -> Result<ValueId, BuildError> {
         self.op(kind, &[a, b], Attrs::new(), None, name)
     }
 
-    pub fn scale(&mut self, x: ValueId, value: f32, name: &str) -> Result<ValueId, String> {
+    pub fn scale(&mut self, x: ValueId, value: f32, name: &str) -> Result<ValueId, BuildError> {
         self.op(OpKind::Scale, &[x], attrs([("value", Attr::F32(value))]), None, name)
     }
 
-    pub fn fill(&mut self, shape: &[u64], value: f32, name: &str) -> Result<ValueId, String> {
+    pub fn fill(&mut self, shape: &[u64], value: f32, name: &str) -> Result<ValueId, BuildError> {
         self.op(OpKind::Fill, &[], attrs([("value", Attr::F32(value))]), Some(shape.to_vec()), name)
     }
 
     /// `ck.matmul`; `tb` sets `transpose_b = true`.
-    pub fn matmul(&mut self, a: ValueId, b: ValueId, tb: bool, name: &str) -> Result<ValueId, String> {
+    pub fn matmul(&mut self, a: ValueId, b: ValueId, tb: bool, name: &str) -> Result<ValueId, BuildError> {
         let at = if tb { attrs([("transpose_b", Attr::Bool(true))]) } else { Attrs::new() };
         self.op(OpKind::Matmul, &[a, b], at, None, name)
     }
 
     /// Input dim i becomes result dim `dims[i]` of `shape`.
-    pub fn broadcast(&mut self, x: ValueId, dims: &[u64], shape: &[u64], name: &str) -> Result<ValueId, String> {
+    pub fn broadcast(&mut self, x: ValueId, dims: &[u64], shape: &[u64], name: &str) -> Result<ValueId, BuildError> {
         self.op(OpKind::Broadcast, &[x], attrs([("dims", ints(dims)?)]), Some(shape.to_vec()), name)
     }
 
-    pub fn reduce(&mut self, kind: OpKind, x: ValueId, dims: &[u64], name: &str) -> Result<ValueId, String> {
+    pub fn reduce(&mut self, kind: OpKind, x: ValueId, dims: &[u64], name: &str) -> Result<ValueId, BuildError> {
         self.op(kind, &[x], attrs([("dims", ints(dims)?)]), None, name)
     }
 
-    pub fn transpose(&mut self, x: ValueId, perm: &[u64], name: &str) -> Result<ValueId, String> {
+    pub fn transpose(&mut self, x: ValueId, perm: &[u64], name: &str) -> Result<ValueId, BuildError> {
         self.op(OpKind::Transpose, &[x], attrs([("perm", ints(perm)?)]), None, name)
     }
 
-    pub fn reshape(&mut self, x: ValueId, shape: &[u64], name: &str) -> Result<ValueId, String> {
+    pub fn reshape(&mut self, x: ValueId, shape: &[u64], name: &str) -> Result<ValueId, BuildError> {
         self.op(OpKind::Reshape, &[x], Attrs::new(), Some(shape.to_vec()), name)
     }
 
-    pub fn slice(&mut self, x: ValueId, offsets: &[u64], shape: &[u64], name: &str) -> Result<ValueId, String> {
+    pub fn slice(&mut self, x: ValueId, offsets: &[u64], shape: &[u64], name: &str) -> Result<ValueId, BuildError> {
         self.op(OpKind::Slice, &[x], attrs([("offsets", ints(offsets)?)]), Some(shape.to_vec()), name)
     }
 
     /// `ck.conv2d` with the given stride and symmetric padding.
-    pub fn conv2d(&mut self, x: ValueId, w: ValueId, stride: u64, pad: u64, name: &str) -> Result<ValueId, String> {
+    pub fn conv2d(&mut self, x: ValueId, w: ValueId, stride: u64, pad: u64, name: &str) -> Result<ValueId, BuildError> {
         let at = attrs([("stride", ints(&[stride, stride])?), ("padding", ints(&[pad, pad])?)]);
         self.op(OpKind::Conv2d, &[x, w], at, None, name)
     }
 
     /// `ck.max_pool2d` / `ck.avg_pool2d` with a square window and stride.
-    pub fn pool(&mut self, kind: OpKind, x: ValueId, window: u64, stride: u64, name: &str) -> Result<ValueId, String> {
+    pub fn pool(&mut self, kind: OpKind, x: ValueId, window: u64, stride: u64, name: &str) -> Result<ValueId, BuildError> {
         let at = attrs([("window", ints(&[window, window])?), ("stride", ints(&[stride, stride])?)]);
         self.op(kind, &[x], at, None, name)
     }
 
     /// `x · w + broadcast(b)` for `x: [R, K]`, `w: [K, N]`, `b: [N]`: three
     /// values (matmul, broadcast bias, add). Names `mm{tag}`, `bias{tag}`, `z{tag}`.
-    pub fn linear(&mut self, x: ValueId, w: ValueId, b: ValueId, tag: &str) -> Result<ValueId, String> {
+    pub fn linear(&mut self, x: ValueId, w: ValueId, b: ValueId, tag: &str) -> Result<ValueId, BuildError> {
         let mm = self.matmul(x, w, false, &format!("mm{tag}"))?;
         let shape = self.shape(mm);
         let bb = self.broadcast(b, &[1], &shape, &format!("bias{tag}"))?;
@@ -134,11 +135,11 @@ impl Builder {
     /// `(x - mean) * rsqrt(var + 1e-5)` with the biased variance (as PyTorch
     /// and the JAX anchor). Built from reduce_sum, scale, broadcast, sub, mul,
     /// fill, add, rsqrt.
-    pub fn layer_norm(&mut self, x: ValueId, tag: &str) -> Result<ValueId, String> {
+    pub fn layer_norm(&mut self, x: ValueId, tag: &str) -> Result<ValueId, BuildError> {
         let shape = self.shape(x);
         let (r, w) = match shape.as_slice() {
             [r, w] => (*r, *w),
-            _ => return Err(format!("layer_norm expects a rank-2 input, got {}", self.f.ty(x))),
+            _ => return Err(BuildError::BadRank { what: "layer_norm expects a rank-2 input", ty: self.f.ty(x).clone() }),
         };
         let inv_w = 1.0 / w as f32;
         let s = self.reduce(OpKind::ReduceSum, x, &[1], &format!("ln{tag}_sum"))?;
@@ -158,11 +159,11 @@ impl Builder {
     /// Softmax over the last dim of `x` (any rank >= 1), numerically stable:
     /// `exp(x - max) / sum(exp(x - max))` from reduce_max, broadcast, sub,
     /// exp, reduce_sum, div.
-    pub fn softmax_last(&mut self, x: ValueId, tag: &str) -> Result<ValueId, String> {
+    pub fn softmax_last(&mut self, x: ValueId, tag: &str) -> Result<ValueId, BuildError> {
         let shape = self.shape(x);
         let r = shape.len() as u64;
         if r == 0 {
-            return Err("softmax needs rank >= 1".into());
+            return Err(BuildError::SoftmaxOfScalar);
         }
         let keep: Vec<u64> = (0..r - 1).collect();
         let m = self.reduce(OpKind::ReduceMax, x, &[r - 1], &format!("sm{tag}_max"))?;
@@ -175,7 +176,7 @@ impl Builder {
     }
 
     /// Mean squared error `sum((y - t)^2) / numel` as a rank-0 tensor.
-    pub fn mse(&mut self, y: ValueId, t: ValueId) -> Result<ValueId, String> {
+    pub fn mse(&mut self, y: ValueId, t: ValueId) -> Result<ValueId, BuildError> {
         let n = self.f.ty(y).elems();
         let rank = self.f.ty(y).rank() as u64;
         let d = self.binary(OpKind::Sub, y, t, "diff")?;
@@ -188,11 +189,16 @@ impl Builder {
     /// Softmax cross-entropy of `logits: [B, K]` against a one-hot (or any
     /// probability) `target: [B, K]`, averaged over the batch:
     /// `-sum(t * (z - max - log(sum(exp(z - max))))) / B`, rank 0.
-    pub fn softmax_cross_entropy(&mut self, logits: ValueId, target: ValueId) -> Result<ValueId, String> {
+    pub fn softmax_cross_entropy(&mut self, logits: ValueId, target: ValueId) -> Result<ValueId, BuildError> {
         let shape = self.shape(logits);
         let b = match shape.as_slice() {
             [b, _] => *b,
-            _ => return Err(format!("cross-entropy expects rank-2 logits, got {}", self.f.ty(logits))),
+            _ => {
+                return Err(BuildError::BadRank {
+                    what: "cross-entropy expects rank-2 logits",
+                    ty: self.f.ty(logits).clone(),
+                });
+            }
         };
         let m = self.reduce(OpKind::ReduceMax, logits, &[1], "ce_max")?;
         let mb = self.broadcast(m, &[0], &shape, "ce_maxb")?;
@@ -208,9 +214,9 @@ impl Builder {
     }
 
     /// Ends the function returning `loss` (a rank-0 tensor).
-    pub fn finish(mut self, loss: ValueId) -> Result<Func, String> {
+    pub fn finish(mut self, loss: ValueId) -> Result<Func, BuildError> {
         if self.f.ty(loss).rank() != 0 {
-            return Err(format!("internal: loss has type {}, not rank 0", self.f.ty(loss)));
+            return Err(BuildError::LossNotScalar(self.f.ty(loss).clone()));
         }
         self.f.push_return(&[loss], Loc::unknown());
         Ok(self.f)

@@ -20,7 +20,7 @@
 //!
 //! Invariants out: the module verifies (`ckopt_ir::verify_module`); every
 //! trainable argument carries `{ck.param}`; `%x` and `%target` do not.
-//! Errors (not panics) for sizes that are zero, above the limits below,
+//! Errors (`GenError`, not panics; its `Display` is `ckopt-gen`'s message) for sizes that are zero, above the limits below,
 //! overflow u64 bytes, or break a model rule (heads must divide width, ...).
 //!
 //! Complexity: O(ops) time and memory; ops grow linearly in `depth`
@@ -32,7 +32,7 @@ mod mlp;
 mod resnet;
 mod transformer;
 
-use ckopt_ir::Module;
+use ckopt_ir::{Diag, Module, TensorType};
 use std::fmt;
 use std::str::FromStr;
 
@@ -40,6 +40,91 @@ use std::str::FromStr;
 pub const MAX_DIM: u64 = 1 << 31;
 /// Largest number of ops a generated function may have (estimated before building).
 pub const MAX_OPS: u64 = 4_000_000;
+
+/// Why `generate` (or `ModelKind::resolve` / `ModelKind::from_str`) refused:
+/// the option checks, or a failure while building the model (`Build`). The
+/// `Display` texts are the messages `ckopt-gen` prints after `error: `.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum GenError {
+    /// A model name that is not one of `ModelKind::ALL`.
+    #[error("unknown model '{name}' (valid: {})", model_names())]
+    UnknownModel { name: String },
+    /// A size option that the model does not use.
+    #[error("option --{} does not apply to model '{model}' (it takes {})", .option.name(), model_options(*.model))]
+    NotApplicable { option: SizeOpt, model: ModelKind },
+    /// A size option that is 0 or above `MAX_DIM`.
+    #[error("--{} must be between 1 and {MAX_DIM}, got {value}", .option.name())]
+    OutOfRange { option: SizeOpt, value: u64 },
+    /// transformer: `--heads` does not divide `--width`.
+    #[error("--heads {heads} must divide --width {width}")]
+    HeadsNotDividingWidth { heads: u64, width: u64 },
+    /// resnet: `--image` below 2 (the stem pools 2x2).
+    #[error("--image must be at least 2 (the stem pools 2x2), got {image}")]
+    ImageTooSmall { image: u64 },
+    /// The op estimate exceeds `MAX_OPS` (or overflows u64).
+    #[error(
+        "model '{model}' with these sizes would have more than {MAX_OPS} ops; reduce --depth{}",
+        if *.model == ModelKind::Lstm { " or --seq" } else { "" }
+    )]
+    TooManyOps { model: ModelKind },
+    /// Building the model's function failed (sizes that overflow u64 bytes, ...).
+    #[error("cannot build model '{model}': {source}")]
+    Build { model: ModelKind, source: BuildError },
+}
+
+/// A failure while building a model's function op by op (the `source` of
+/// `GenError::Build`).
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum BuildError {
+    /// A product of sizes (`what`) overflows u64.
+    #[error("{what} overflows u64 ({a} x {b})")]
+    Overflow { what: &'static str, a: u64, b: u64 },
+    /// An argument whose byte size overflows u64.
+    #[error("argument %{name} of type {ty} has a byte size that overflows u64")]
+    ArgTooLarge { name: String, ty: TensorType },
+    /// An index attribute value above `i64::MAX`.
+    #[error("index {0} does not fit in i64")]
+    IndexTooLarge(u64),
+    /// `Func::push` refused an op (its diagnostic; the text is its message).
+    #[error("{}", .0.message)]
+    Ir(Diag),
+    /// transformer: `heads` is 0 or does not divide `width`.
+    #[error("heads {heads} must divide width {width}")]
+    HeadsNotDividingWidth { heads: u64, width: u64 },
+    /// lstm with no time steps.
+    #[error("lstm needs seq >= 1")]
+    EmptySequence,
+    /// A builder helper given a value of the wrong rank (`what` says which and
+    /// what it expects).
+    #[error("{what}, got {ty}")]
+    BadRank { what: &'static str, ty: TensorType },
+    /// softmax of a rank-0 value.
+    #[error("softmax needs rank >= 1")]
+    SoftmaxOfScalar,
+    /// internal (resnet): the feature map before global pooling is not rank 4.
+    #[error("internal: pooled map is not rank 4")]
+    PooledMapNotRank4,
+    /// internal: the loss is not rank 0.
+    #[error("internal: loss has type {0}, not rank 0")]
+    LossNotScalar(TensorType),
+}
+
+/// The message, for callers that carry errors as strings.
+impl From<GenError> for String {
+    fn from(e: GenError) -> String {
+        e.to_string()
+    }
+}
+
+fn model_names() -> String {
+    let names: Vec<&str> = ModelKind::ALL.iter().map(|k| k.name()).collect();
+    names.join(", ")
+}
+
+fn model_options(model: ModelKind) -> String {
+    let valid: Vec<String> = model.options().iter().map(|(u, _)| format!("--{}", u.name())).collect();
+    valid.join(", ")
+}
 
 /// The benchmark models.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -251,26 +336,18 @@ impl ModelKind {
     }
 
     /// Fills in defaults and checks the options (range, applicability).
-    pub fn resolve(self, opts: &GenOptions) -> Result<Sizes, String> {
+    pub fn resolve(self, opts: &GenOptions) -> Result<Sizes, GenError> {
         let mut s = Sizes::default();
         let used = self.options();
         for o in SizeOpt::ALL {
             let default = used.iter().find(|(u, _)| *u == o).map(|(_, d)| *d);
             let v = match (opts.get(o), default) {
-                (Some(_), None) => {
-                    let valid: Vec<String> = used.iter().map(|(u, _)| format!("--{}", u.name())).collect();
-                    return Err(format!(
-                        "option --{} does not apply to model '{}' (it takes {})",
-                        o.name(),
-                        self.name(),
-                        valid.join(", ")
-                    ));
-                }
+                (Some(_), None) => return Err(GenError::NotApplicable { option: o, model: self }),
                 (None, None) => continue,
                 (Some(v), Some(_)) | (None, Some(v)) => v,
             };
             if v == 0 || v > MAX_DIM {
-                return Err(format!("--{} must be between 1 and {MAX_DIM}, got {v}", o.name()));
+                return Err(GenError::OutOfRange { option: o, value: v });
             }
             match o {
                 SizeOpt::Depth => s.depth = v,
@@ -285,19 +362,13 @@ impl ModelKind {
         }
         match self.op_estimate(&s) {
             Some(n) if n <= MAX_OPS => {}
-            _ => {
-                return Err(format!(
-                    "model '{}' with these sizes would have more than {MAX_OPS} ops; reduce --depth{}",
-                    self.name(),
-                    if self == ModelKind::Lstm { " or --seq" } else { "" }
-                ));
-            }
+            _ => return Err(GenError::TooManyOps { model: self }),
         }
         if self == ModelKind::Transformer && s.width % s.heads != 0 {
-            return Err(format!("--heads {} must divide --width {}", s.heads, s.width));
+            return Err(GenError::HeadsNotDividingWidth { heads: s.heads, width: s.width });
         }
         if self == ModelKind::Resnet && s.image < 2 {
-            return Err(format!("--image must be at least 2 (the stem pools 2x2), got {}", s.image));
+            return Err(GenError::ImageTooSmall { image: s.image });
         }
         Ok(s)
     }
@@ -310,18 +381,15 @@ impl fmt::Display for ModelKind {
 }
 
 impl FromStr for ModelKind {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        ModelKind::from_name(s).ok_or_else(|| {
-            let names: Vec<&str> = ModelKind::ALL.iter().map(|k| k.name()).collect();
-            format!("unknown model '{s}' (valid: {})", names.join(", "))
-        })
+    type Err = GenError;
+    fn from_str(s: &str) -> Result<Self, GenError> {
+        ModelKind::from_name(s).ok_or_else(|| GenError::UnknownModel { name: s.to_string() })
     }
 }
 
 /// Builds the model: a module with one function `@MODEL(%x, %target, params...)`
-/// returning the scalar loss. Errors are messages for the user.
-pub fn generate(kind: ModelKind, opts: &GenOptions) -> Result<Module, String> {
+/// returning the scalar loss. Errors are for the user (their `Display` is the message).
+pub fn generate(kind: ModelKind, opts: &GenOptions) -> Result<Module, GenError> {
     let s = kind.resolve(opts)?;
     let func = match kind {
         ModelKind::Mlp => mlp::mlp(&s),
@@ -330,7 +398,7 @@ pub fn generate(kind: ModelKind, opts: &GenOptions) -> Result<Module, String> {
         ModelKind::Resnet => resnet::resnet(&s),
         ModelKind::Transformer => transformer::transformer(&s),
     }
-    .map_err(|m| format!("cannot build model '{}': {m}", kind.name()))?;
+    .map_err(|source| GenError::Build { model: kind, source })?;
     Ok(Module { funcs: vec![func] })
 }
 

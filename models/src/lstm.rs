@@ -11,11 +11,11 @@
 //!
 //! Complexity: O(depth · seq) ops.
 
-use crate::Sizes;
+use crate::{BuildError, Sizes};
 use crate::builder::{Builder, mul};
 use ckopt_ir::{Func, OpKind};
 
-pub(crate) fn lstm(s: &Sizes) -> Result<Func, String> {
+pub(crate) fn lstm(s: &Sizes) -> Result<Func, BuildError> {
     let (b, w) = (s.batch, s.width);
     let w4 = mul(4, w, "4·width")?;
     let mut g = Builder::new("lstm");
@@ -46,7 +46,7 @@ pub(crate) fn lstm(s: &Sizes) -> Result<Func, String> {
             let gs = g.binary(OpKind::Add, gx, gh, &format!("gs{tag}"))?;
             let bb = g.broadcast(bl, &[1], &[b, w4], &format!("bias{tag}"))?;
             let ga = g.binary(OpKind::Add, gs, bb, &format!("gates{tag}"))?;
-            let mut gate = |k: u64, act: OpKind, name: &str| -> Result<ckopt_ir::ValueId, String> {
+            let mut gate = |k: u64, act: OpKind, name: &str| -> Result<ckopt_ir::ValueId, BuildError> {
                 let off = mul(k, w, "gate offset")?;
                 let sl = g.slice(ga, &[0, off], &[b, w], &format!("{name}pre{tag}"))?;
                 g.unary(act, sl, &format!("{name}{tag}"))
@@ -64,7 +64,7 @@ pub(crate) fn lstm(s: &Sizes) -> Result<Func, String> {
         }
         inputs = outs;
     }
-    let last = *inputs.last().ok_or("lstm needs seq >= 1")?;
+    let last = *inputs.last().ok_or(BuildError::EmptySequence)?;
     let loss = g.mse(last, t)?;
     g.finish(loss)
 }

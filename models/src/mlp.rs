@@ -13,11 +13,11 @@
 //! Argument order: %x, %target, then the parameters block by block.
 //! Complexity: O(depth) ops.
 
-use crate::Sizes;
+use crate::{BuildError, Sizes};
 use crate::builder::Builder;
 use ckopt_ir::{Func, OpKind};
 
-pub(crate) fn mlp(s: &Sizes) -> Result<Func, String> {
+pub(crate) fn mlp(s: &Sizes) -> Result<Func, BuildError> {
     let (b, w) = (s.batch, s.width);
     let mut g = Builder::new("mlp");
     let x = g.arg("x", &[b, w], false)?;
@@ -37,7 +37,7 @@ pub(crate) fn mlp(s: &Sizes) -> Result<Func, String> {
     g.finish(loss)
 }
 
-pub(crate) fn resmlp(s: &Sizes) -> Result<Func, String> {
+pub(crate) fn resmlp(s: &Sizes) -> Result<Func, BuildError> {
     let (b, w) = (s.batch, s.width);
     let mut g = Builder::new("resmlp");
     let x = g.arg("x", &[b, w], false)?;

@@ -9,14 +9,14 @@
 //!
 //! Complexity: O(depth) ops.
 
-use crate::Sizes;
+use crate::{BuildError, Sizes};
 use crate::builder::Builder;
 use ckopt_ir::{Func, OpKind};
 
 /// Input channels of `%x` (RGB).
 pub(crate) const IN_CHANNELS: u64 = 3;
 
-pub(crate) fn resnet(s: &Sizes) -> Result<Func, String> {
+pub(crate) fn resnet(s: &Sizes) -> Result<Func, BuildError> {
     let (b, c, img, k) = (s.batch, s.channels, s.image, s.classes);
     let mut g = Builder::new("resnet");
     let x = g.arg("x", &[b, IN_CHANNELS, img, img], false)?;
@@ -41,7 +41,7 @@ pub(crate) fn resnet(s: &Sizes) -> Result<Func, String> {
         let sum = g.binary(OpKind::Add, h, cb, &format!("res{i}"))?;
         h = g.unary(OpKind::Relu, sum, &format!("h{i}"))?;
     }
-    let side = g.shape(h).get(2).copied().ok_or("internal: pooled map is not rank 4")?;
+    let side = g.shape(h).get(2).copied().ok_or(BuildError::PooledMapNotRank4)?;
     let p = g.pool(OpKind::AvgPool2d, h, side, side, "gap")?;
     let flat = g.reshape(p, &[b, c], "features")?;
     let logits = g.linear(flat, w_fc, b_fc, "_fc")?;

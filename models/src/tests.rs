@@ -142,9 +142,48 @@ fn bad_options_are_errors() {
     for (k, o, want) in cases {
         match generate(k, &o) {
             Ok(_) => panic!("{k} {o:?} should fail"),
-            Err(e) => assert!(e.contains(want), "{k} {o:?}: error {e:?} lacks {want:?}"),
+            Err(e) => assert!(e.to_string().contains(want), "{k} {o:?}: error {e:?} lacks {want:?}"),
         }
     }
+}
+
+#[test]
+fn errors_are_typed_with_the_cli_messages() {
+    use SizeOpt::*;
+    let err = |k: ModelKind, o: &[(SizeOpt, u64)]| match generate(k, &opts(o)) {
+        Ok(_) => panic!("{k} {o:?} should fail"),
+        Err(e) => e,
+    };
+    let e = err(ModelKind::Mlp, &[(Depth, 0)]);
+    assert_eq!(e, GenError::OutOfRange { option: Depth, value: 0 });
+    assert_eq!(e.to_string(), format!("--depth must be between 1 and {MAX_DIM}, got 0"));
+    let e = err(ModelKind::Mlp, &[(Heads, 4)]);
+    assert_eq!(e, GenError::NotApplicable { option: Heads, model: ModelKind::Mlp });
+    assert_eq!(e.to_string(), "option --heads does not apply to model 'mlp' (it takes --depth, --width, --batch)");
+    let e = err(ModelKind::Transformer, &[(Width, 10), (Heads, 4)]);
+    assert_eq!(e, GenError::HeadsNotDividingWidth { heads: 4, width: 10 });
+    assert_eq!(e.to_string(), "--heads 4 must divide --width 10");
+    let e = err(ModelKind::Resnet, &[(Image, 1)]);
+    assert_eq!(e.to_string(), "--image must be at least 2 (the stem pools 2x2), got 1");
+    let e = err(ModelKind::Mlp, &[(Depth, 100_000_000)]);
+    assert_eq!(e, GenError::TooManyOps { model: ModelKind::Mlp });
+    assert_eq!(e.to_string(), format!("model 'mlp' with these sizes would have more than {MAX_OPS} ops; reduce --depth"));
+    let e = err(ModelKind::Lstm, &[(Seq, 1 << 30), (Depth, 1 << 30)]);
+    assert!(e.to_string().ends_with("reduce --depth or --seq"), "{e}");
+    let e = err(ModelKind::Mlp, &[(Width, 1 << 31), (Depth, 1)]);
+    match &e {
+        GenError::Build { model: ModelKind::Mlp, source: BuildError::ArgTooLarge { name, .. } } => assert_eq!(name, "w0"),
+        other => panic!("unexpected {other:?}"),
+    }
+    assert_eq!(
+        e.to_string(),
+        "cannot build model 'mlp': argument %w0 of type tensor<2147483648x2147483648xf32> has a byte size that overflows u64"
+    );
+    assert_eq!(String::from(e.clone()), e.to_string());
+    let e = "vgg".parse::<ModelKind>().map(|k| k.name());
+    assert_eq!(e, Err(GenError::UnknownModel { name: "vgg".into() }));
+    let Err(e) = e else { unreachable!() };
+    assert_eq!(e.to_string(), "unknown model 'vgg' (valid: mlp, resmlp, lstm, resnet, transformer)");
 }
 
 #[test]
@@ -152,7 +191,7 @@ fn model_names_parse_and_unknown_lists_valid() {
     for k in ModelKind::ALL {
         assert_eq!(k.name().parse::<ModelKind>(), Ok(k));
     }
-    let e = "vgg".parse::<ModelKind>().err().unwrap_or_default();
+    let e = "vgg".parse::<ModelKind>().err().map(|e| e.to_string()).unwrap_or_default();
     assert!(e.contains("mlp, resmlp, lstm, resnet, transformer"), "{e}");
 }
 

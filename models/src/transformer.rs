@@ -12,14 +12,14 @@
 //!
 //! Complexity: O(depth) ops.
 
-use crate::Sizes;
+use crate::{BuildError, Sizes};
 use crate::builder::{Builder, mul};
 use ckopt_ir::{Func, OpKind, ValueId};
 
-pub(crate) fn transformer(s: &Sizes) -> Result<Func, String> {
+pub(crate) fn transformer(s: &Sizes) -> Result<Func, BuildError> {
     let (b, sq, w, nh) = (s.batch, s.seq, s.width, s.heads);
     if nh == 0 || w % nh != 0 {
-        return Err(format!("heads {nh} must divide width {w}"));
+        return Err(BuildError::HeadsNotDividingWidth { heads: nh, width: w });
     }
     let d = w / nh;
     let w4 = mul(4, w, "4·width")?;
@@ -58,7 +58,7 @@ pub(crate) fn transformer(s: &Sizes) -> Result<Func, String> {
         let q = g.matmul(n, p.wq, false, &format!("q{l}"))?;
         let k = g.matmul(n, p.wk, false, &format!("k{l}"))?;
         let v = g.matmul(n, p.wv, false, &format!("v{l}"))?;
-        let split = |g: &mut Builder, t: ValueId, nm: &str| -> Result<ValueId, String> {
+        let split = |g: &mut Builder, t: ValueId, nm: &str| -> Result<ValueId, BuildError> {
             let r4 = g.reshape(t, &[b, sq, nh, d], &format!("{nm}{l}_4d"))?;
             let tr = g.transpose(r4, &[0, 2, 1, 3], &format!("{nm}{l}_t"))?;
             g.reshape(tr, &[bh, sq, d], &format!("{nm}{l}_heads"))
