@@ -3,6 +3,7 @@
 //! Invariant: `as_mut_slice().len() == bytes` (so the report's
 //! `arena_allocated_bytes` is what was asked for, not a rounded size).
 
+use crate::error::RuntimeError;
 use std::alloc::{Layout, alloc_zeroed, dealloc};
 use std::ptr::NonNull;
 
@@ -13,15 +14,15 @@ pub struct Arena {
 
 impl Arena {
     /// Allocates `bytes` bytes; an error (not an abort) when that fails.
-    pub fn new(bytes: u64) -> Result<Arena, String> {
-        let n = usize::try_from(bytes).map_err(|_| format!("arena of {bytes} bytes does not fit in memory"))?;
+    pub fn new(bytes: u64) -> Result<Arena, RuntimeError> {
+        let n = usize::try_from(bytes).map_err(|_| RuntimeError::Other(format!("arena of {bytes} bytes does not fit in memory")))?;
         if n == 0 {
             return Ok(Arena { ptr: NonNull::<u64>::dangling().cast(), bytes: 0 });
         }
-        let layout = Layout::from_size_align(n, 64).map_err(|e| format!("arena of {bytes} bytes: {e}"))?;
+        let layout = Layout::from_size_align(n, 64).map_err(|e| RuntimeError::Other(format!("arena of {bytes} bytes: {e}")))?;
         // SAFETY: the layout has a non-zero size.
         let p = unsafe { alloc_zeroed(layout) };
-        NonNull::new(p).map(|ptr| Arena { ptr, bytes: n }).ok_or_else(|| format!("could not allocate an arena of {bytes} bytes"))
+        NonNull::new(p).map(|ptr| Arena { ptr, bytes: n }).ok_or(RuntimeError::OutOfMemory { bytes })
     }
     pub fn len(&self) -> usize {
         self.bytes

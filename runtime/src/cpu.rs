@@ -20,6 +20,7 @@
 //! kernel the JIT did not produce, inputs of the wrong shape.
 
 use crate::arena::Arena;
+use crate::error::RuntimeError;
 use crate::report::Report;
 use ckopt_interp::{Tensor, check_inputs};
 use ckopt_ir::{Diag, Func, Loc};
@@ -98,8 +99,8 @@ impl CpuExecutor {
 
     /// An executor for one program of a compiled module.
     pub fn from_program(func: &Func, prog: StepProgram, cache: &KernelCache, kernels: Arc<CpuKernels>) -> Result<CpuExecutor, Diag> {
-        let arena = Arena::new(prog.arena_bytes).map_err(|m| diag(func, m))?;
-        let workspace = Arena::new(prog.workspace_bytes).map_err(|m| diag(func, m))?;
+        let arena = Arena::new(prog.arena_bytes).map_err(|m| diag(func, m.to_string()))?;
+        let workspace = Arena::new(prog.workspace_bytes).map_err(|m| diag(func, m.to_string()))?;
         let args: Vec<Vec<f32>> = prog.args.iter().map(|a| vec![0.0; a.shape.iter().product::<u64>() as usize]).collect();
         let report = Report {
             backend: "cpu".into(),
@@ -223,7 +224,7 @@ impl CpuExecutor {
         v
     }
 
-    fn kernel(&mut self, k: usize, slots: &[Slot]) -> Result<(), String> {
+    fn kernel(&mut self, k: usize, slots: &[Slot]) -> Result<(), RuntimeError> {
         let ptrs: Vec<*mut f32> = slots.iter().map(|s| self.ptr(s)).collect();
         let (split, work) = self.split.get(k).copied().unwrap_or((0, 0));
         let kernels = &self.kernels;
@@ -248,12 +249,12 @@ impl CpuExecutor {
                 }
             });
             return match errs.into_inner().unwrap_or_default().into_iter().next() {
-                Some(e) => Err(e),
+                Some(e) => Err(RuntimeError::Other(e)),
                 None => Ok(()),
             };
         }
         // SAFETY: pointers into live buffers of the sizes the kernel expects.
-        unsafe { kernels.call(k, &ptrs, 0, split as i64) }
+        unsafe { kernels.call(k, &ptrs, 0, split as i64) }.map_err(RuntimeError::Other)
     }
 
     /// Reads result `j` after a step.

@@ -21,11 +21,13 @@ pub mod arena;
 #[cfg(feature = "lower")]
 pub mod cpu;
 pub mod cuda;
+pub mod error;
 pub mod report;
 
 #[cfg(feature = "lower")]
 pub use cpu::{CpuExecutor, CpuModule};
 pub use cuda::{CudaExecutor, CudaModule, RunOptions, cuda_status};
+pub use error::RuntimeError;
 pub use report::Report;
 
 use ckopt_interp::Tensor;
@@ -96,7 +98,7 @@ mod compile {
 
     #[cfg(not(feature = "cuda"))]
     fn new_cuda(func: &Func, _: &CudaOptions) -> Result<Executor, Diag> {
-        Err(err(func, format!("cuda backend: {}", cuda_status().err().unwrap_or_default())))
+        Err(err(func, format!("cuda backend: {}", cuda_status().err().map(|e| e.to_string()).unwrap_or_default())))
     }
 
     /// The functions compiled for the CPU emulation of the cuda kernels
@@ -186,8 +188,8 @@ mod compile {
 #[cfg(feature = "lower")]
 pub use compile::{compile_report, emulated_module, run_once, run_repeated};
 
-fn diag(m: String) -> ckopt_ir::Diag {
-    ckopt_ir::Diag::error(Default::default(), m)
+fn diag(e: RuntimeError) -> ckopt_ir::Diag {
+    ckopt_ir::Diag::error(Default::default(), e.to_string())
 }
 
 impl Executor {

@@ -20,6 +20,7 @@
 //! transposes, so no data moves.
 
 use super::device::GemmCall;
+use crate::error::RuntimeError;
 use std::ffi::{c_int, c_void};
 
 type Handle = *mut c_void;
@@ -99,7 +100,7 @@ fn status_name(s: Status) -> &'static str {
 impl Cublas {
     /// Opens the first candidate that loads and has every symbol, and
     /// creates a handle (in the current context).
-    pub fn load(tf32: bool) -> Result<Cublas, String> {
+    pub fn load(tf32: bool) -> Result<Cublas, RuntimeError> {
         let mut tried = Vec::new();
         for name in candidates() {
             // SAFETY: loading a shared library runs its initialisers; cuBLAS's are benign.
@@ -112,17 +113,22 @@ impl Cublas {
             };
             return Cublas::from_lib(lib, name, tf32);
         }
-        Err(format!(
-            "cuBLAS could not be loaded (tried {}); set CKOPT_CUBLAS to a libcublas.so and put its folder on LD_LIBRARY_PATH",
-            tried.join("; ")
-        ))
+        Err(RuntimeError::Library {
+            name: "libcublas".into(),
+            why: format!(
+                "cuBLAS could not be loaded (tried {}); set CKOPT_CUBLAS to a libcublas.so and put its folder on LD_LIBRARY_PATH",
+                tried.join("; ")
+            ),
+        })
     }
 
-    fn from_lib(lib: libloading::Library, from: String, tf32: bool) -> Result<Cublas, String> {
+    fn from_lib(lib: libloading::Library, from: String, tf32: bool) -> Result<Cublas, RuntimeError> {
         // SAFETY: each symbol is looked up by its C name and given its C type from cublas_api.h.
         unsafe {
-            let sym = |n: &str| -> Result<*const c_void, String> {
-                lib.get::<*const c_void>(n.as_bytes()).map(|s| *s).map_err(|e| format!("{from} lacks {n}: {e}"))
+            let sym = |n: &str| -> Result<*const c_void, RuntimeError> {
+                lib.get::<*const c_void>(n.as_bytes())
+                    .map(|s| *s)
+                    .map_err(|e| RuntimeError::Library { name: from.clone(), why: format!("{from} lacks {n}: {e}") })
             };
             let create: Create = std::mem::transmute(sym("cublasCreate_v2")?);
             let destroy: Destroy = std::mem::transmute(sym("cublasDestroy_v2")?);
@@ -132,12 +138,12 @@ impl Cublas {
             let mut handle: Handle = std::ptr::null_mut();
             let s = create(&mut handle);
             if s != 0 {
-                return Err(format!("cublasCreate failed: {} ({s})", status_name(s)));
+                return Err(RuntimeError::Cublas { call: "cublasCreate", status: status_name(s), code: s });
             }
             let s = set_math(handle, if tf32 { TF32_TENSOR_OP_MATH } else { DEFAULT_MATH });
             if s != 0 {
                 destroy(handle);
-                return Err(format!("cublasSetMathMode failed: {} ({s})", status_name(s)));
+                return Err(RuntimeError::Cublas { call: "cublasSetMathMode", status: status_name(s), code: s });
             }
             let mut version = 0;
             let _ = get_version(handle, &mut version);
@@ -159,8 +165,10 @@ impl Cublas {
     }
 
     /// The row-major GEMM of `g` (see the module doc).
-    pub fn sgemm(&self, g: &GemmCall) -> Result<(), String> {
-        let int = |v: u64, what: &str| c_int::try_from(v).map_err(|_| format!("{what} = {v} exceeds cuBLAS's 32-bit limit"));
+    pub fn sgemm(&self, g: &GemmCall) -> Result<(), RuntimeError> {
+        let int = |v: u64, what: &str| {
+            c_int::try_from(v).map_err(|_| RuntimeError::Other(format!("{what} = {v} exceeds cuBLAS's 32-bit limit")))
+        };
         let (m, n, k) = (int(g.m, "M")?, int(g.n, "N")?, int(g.k, "K")?);
         let batch = int(g.batch, "batch")?;
         // Column-major Cᵀ (N x M) = op(B)ᵀ (N x K) · op(A)ᵀ (K x M).
@@ -192,7 +200,7 @@ impl Cublas {
             )
         };
         if s != 0 {
-            return Err(format!("cublasSgemmStridedBatched failed: {} ({s})", status_name(s)));
+            return Err(RuntimeError::Cublas { call: "cublasSgemmStridedBatched", status: status_name(s), code: s });
         }
         Ok(())
     }
@@ -217,7 +225,7 @@ mod tests {
         if candidates().iter().any(|c| unsafe { libloading::Library::new(c) }.is_ok()) {
             return; // a machine with cuBLAS: nothing to check here
         }
-        let e = Cublas::load(false).err().unwrap_or_default();
+        let e = Cublas::load(false).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(e.contains("cuBLAS could not be loaded") && e.contains("libcublas.so.13"), "{e}");
     }
 }

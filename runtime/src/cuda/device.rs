@@ -4,7 +4,9 @@
 //! Two implementations: the CUDA driver (`driver::CudaDevice`, feature
 //! `cuda`) and the CPU emulation of the kernels (`emu::EmuDevice`, feature
 //! `lower`, for tests without a GPU). Device pointers are `u64`. Errors are
-//! messages; the executor adds which op or buffer they concern.
+//! `RuntimeError`s; the executor adds which op or buffer they concern.
+
+use crate::error::RuntimeError;
 
 /// A kernel argument as the launch passes it.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -43,19 +45,19 @@ pub trait Device: Send + Sync {
     /// Compute capability (`90`).
     fn sm(&self) -> u32;
     /// (free, total) device memory in bytes.
-    fn mem_info(&self) -> Result<(u64, u64), String>;
-    fn alloc(&self, bytes: u64) -> Result<u64, String>;
+    fn mem_info(&self) -> Result<(u64, u64), RuntimeError>;
+    fn alloc(&self, bytes: u64) -> Result<u64, RuntimeError>;
     fn free(&self, ptr: u64);
-    fn htod(&self, dst: u64, src: &[u8]) -> Result<(), String>;
-    fn dtoh(&self, src: u64, dst: &mut [u8]) -> Result<(), String>;
-    fn zero(&self, dst: u64, bytes: u64) -> Result<(), String>;
+    fn htod(&self, dst: u64, src: &[u8]) -> Result<(), RuntimeError>;
+    fn dtoh(&self, src: u64, dst: &mut [u8]) -> Result<(), RuntimeError>;
+    fn zero(&self, dst: u64, bytes: u64) -> Result<(), RuntimeError>;
     /// The handle of a kernel entry of the loaded module.
-    fn function(&self, entry: &str) -> Result<usize, String>;
+    fn function(&self, entry: &str) -> Result<usize, RuntimeError>;
     /// Launches a loaded kernel (1-D grid and block).
-    fn launch(&self, f: usize, grid: [u32; 3], block: [u32; 3], args: &[KArg]) -> Result<(), String>;
+    fn launch(&self, f: usize, grid: [u32; 3], block: [u32; 3], args: &[KArg]) -> Result<(), RuntimeError>;
     /// Runs the GEMM with the device's library; `Ok(false)` when there is
     /// none (the executor then launches the fallback kernel).
-    fn gemm(&self, g: &GemmCall) -> Result<bool, String>;
+    fn gemm(&self, g: &GemmCall) -> Result<bool, RuntimeError>;
     /// Which GEMM library runs the GEMMs (or why the fallback kernel does).
     fn gemm_library(&self) -> String;
     /// Why the GEMM library was wanted but could not be loaded (the tools
@@ -64,9 +66,9 @@ pub trait Device: Send + Sync {
         None
     }
     /// Marks the start of a step (a CUDA event).
-    fn start_timer(&self) -> Result<(), String>;
+    fn start_timer(&self) -> Result<(), RuntimeError>;
     /// Marks its end, waits for it, and returns the milliseconds between the marks.
-    fn stop_timer(&self) -> Result<f64, String>;
+    fn stop_timer(&self) -> Result<f64, RuntimeError>;
     /// Waits for all launched work.
-    fn synchronize(&self) -> Result<(), String>;
+    fn synchronize(&self) -> Result<(), RuntimeError>;
 }

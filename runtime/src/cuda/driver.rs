@@ -16,6 +16,7 @@
 
 use super::cublas::Cublas;
 use super::device::{Device, GemmCall, KArg};
+use crate::error::RuntimeError;
 use cudarc::driver::sys;
 use std::ffi::{CStr, c_void};
 use std::sync::Mutex;
@@ -53,10 +54,12 @@ pub const SYMBOLS: &[&str] = &[
 
 /// The driver library cudarc would load and the symbols it lacks, or why
 /// there is none.
-fn check_driver() -> Result<(), String> {
+fn check_driver() -> Result<(), RuntimeError> {
     // SAFETY: only probes for the shared library.
     if !unsafe { sys::is_culib_present() } {
-        return Err("no CUDA driver: libcuda.so could not be loaded (install the NVIDIA driver or add its lib dir to LD_LIBRARY_PATH)".into());
+        return Err(RuntimeError::NoDevice(
+            "no CUDA driver: libcuda.so could not be loaded (install the NVIDIA driver or add its lib dir to LD_LIBRARY_PATH)".into(),
+        ));
     }
     let names: Vec<String> = ["cuda", "nvcuda"].iter().flat_map(|l| cudarc::get_lib_name_candidates(l)).collect();
     for n in &names {
@@ -71,12 +74,12 @@ fn check_driver() -> Result<(), String> {
         if missing.is_empty() {
             return Ok(());
         }
-        return Err(format!(
+        return Err(RuntimeError::NoDevice(format!(
             "the CUDA driver ({n}) lacks {}: it is older than CUDA 12.0 or not a CUDA driver; update the NVIDIA driver",
             missing.join(", ")
-        ));
+        )));
     }
-    Err("no CUDA driver: libcuda.so could not be opened".into())
+    Err(RuntimeError::NoDevice("no CUDA driver: libcuda.so could not be opened".into()))
 }
 
 /// A driver status as text: `CUDA_ERROR_OUT_OF_MEMORY (out of memory)`.
@@ -96,12 +99,17 @@ pub fn status_text(r: sys::CUresult) -> String {
     }
 }
 
-fn check(r: sys::CUresult, what: &str) -> Result<(), String> {
-    if r == sys::CUresult::CUDA_SUCCESS { Ok(()) } else { Err(format!("{what}: {}", status_text(r))) }
+fn check(r: sys::CUresult, what: &str) -> Result<(), RuntimeError> {
+    if r == sys::CUresult::CUDA_SUCCESS { Ok(()) } else { Err(driver_error(r, what)) }
+}
+
+/// The error of driver call `what` that returned `r`.
+fn driver_error(r: sys::CUresult, what: &str) -> RuntimeError {
+    RuntimeError::Driver { call: what.to_string(), code: r as u32, message: status_text(r) }
 }
 
 /// Device 0's name, or why no CUDA device is usable.
-pub fn cuda_status() -> Result<String, String> {
+pub fn cuda_status() -> Result<String, RuntimeError> {
     check_driver()?;
     // SAFETY: the driver and its symbols are present (checked above).
     unsafe {
@@ -109,7 +117,7 @@ pub fn cuda_status() -> Result<String, String> {
         let mut n = 0;
         check(sys::cuDeviceGetCount(&mut n), "cuDeviceGetCount")?;
         if n == 0 {
-            return Err("the CUDA driver sees no device".into());
+            return Err(RuntimeError::NoDevice("the CUDA driver sees no device".into()));
         }
         let mut dev = 0;
         check(sys::cuDeviceGet(&mut dev, 0), "cuDeviceGet")?;
@@ -134,7 +142,7 @@ pub struct CudaDevice {
     name: String,
     sm: u32,
     driver: i32,
-    blas: Result<Cublas, String>,
+    blas: Result<Cublas, RuntimeError>,
     blas_tried: bool,
 }
 
@@ -146,7 +154,7 @@ unsafe impl Sync for CudaDevice {}
 impl CudaDevice {
     /// Opens device 0: checks the driver, retains the primary context,
     /// reads the name and compute capability, creates the step events.
-    pub fn open() -> Result<CudaDevice, String> {
+    pub fn open() -> Result<CudaDevice, RuntimeError> {
         let name = cuda_status()?;
         // SAFETY: driver present (checked by cuda_status); out-pointers are valid.
         unsafe {
@@ -176,20 +184,20 @@ impl CudaDevice {
                 name,
                 sm: (major * 10 + minor) as u32,
                 driver,
-                blas: Err("cuBLAS turned off by CKOPT_NO_CUBLAS".into()),
+                blas: Err(RuntimeError::Other("cuBLAS turned off by CKOPT_NO_CUBLAS".into())),
                 blas_tried: false,
             })
         }
     }
 
-    fn current(&self) -> Result<(), String> {
+    fn current(&self) -> Result<(), RuntimeError> {
         // SAFETY: the context was retained in `open` and lives as long as self.
         check(unsafe { sys::cuCtxSetCurrent(self.ctx) }, "cuCtxSetCurrent")
     }
 
     /// Loads the PTX module (the driver JIT-compiles it for the device);
     /// a failure carries the JIT's error log.
-    pub fn load_ptx(&mut self, ptx: &str) -> Result<(), String> {
+    pub fn load_ptx(&mut self, ptx: &str) -> Result<(), RuntimeError> {
         self.current()?;
         let mut image = ptx.as_bytes().to_vec();
         image.push(0);
@@ -212,11 +220,10 @@ impl CudaDevice {
         if r != sys::CUresult::CUDA_SUCCESS {
             let text = |b: &[u8]| String::from_utf8_lossy(&b[..b.iter().position(|&c| c == 0).unwrap_or(b.len())]).trim().to_string();
             let (e, i) = (text(&err_log), text(&info_log));
-            return Err(format!(
-                "loading the PTX module failed: {}; JIT log: {}",
-                status_text(r),
-                if e.is_empty() && i.is_empty() { "(empty)".to_string() } else { format!("{e}{}{i}", if e.is_empty() { "" } else { "\n" }) }
-            ));
+            return Err(RuntimeError::PtxLoad {
+                status: status_text(r),
+                log: if e.is_empty() && i.is_empty() { "(empty)".to_string() } else { format!("{e}{}{i}", if e.is_empty() { "" } else { "\n" }) },
+            });
         }
         self.module = Some(module);
         Ok(())
@@ -245,7 +252,7 @@ impl Drop for CudaDevice {
                 let _ = sys::cuEventDestroy_v2(e.start);
                 let _ = sys::cuEventDestroy_v2(e.end);
             }
-            self.blas = Err("dropped".into());
+            self.blas = Err(RuntimeError::Other("dropped".into()));
             if let Some(m) = self.module.take() {
                 let _ = sys::cuModuleUnload(m);
             }
@@ -261,14 +268,14 @@ impl Device for CudaDevice {
     fn sm(&self) -> u32 {
         self.sm
     }
-    fn mem_info(&self) -> Result<(u64, u64), String> {
+    fn mem_info(&self) -> Result<(u64, u64), RuntimeError> {
         self.current()?;
         let (mut f, mut t) = (0usize, 0usize);
         // SAFETY: valid out-pointers.
         check(unsafe { sys::cuMemGetInfo_v2(&mut f, &mut t) }, "cuMemGetInfo")?;
         Ok((f as u64, t as u64))
     }
-    fn alloc(&self, bytes: u64) -> Result<u64, String> {
+    fn alloc(&self, bytes: u64) -> Result<u64, RuntimeError> {
         self.current()?;
         let mut p = 0;
         // SAFETY: valid out-pointer.
@@ -281,32 +288,32 @@ impl Device for CudaDevice {
             let _ = unsafe { sys::cuMemFree_v2(ptr) };
         }
     }
-    fn htod(&self, dst: u64, src: &[u8]) -> Result<(), String> {
+    fn htod(&self, dst: u64, src: &[u8]) -> Result<(), RuntimeError> {
         self.current()?;
         // SAFETY: dst holds at least src.len() bytes (the executor's buffers).
         check(unsafe { sys::cuMemcpyHtoD_v2(dst, src.as_ptr() as *const c_void, src.len()) }, "cuMemcpyHtoD")
     }
-    fn dtoh(&self, src: u64, dst: &mut [u8]) -> Result<(), String> {
+    fn dtoh(&self, src: u64, dst: &mut [u8]) -> Result<(), RuntimeError> {
         self.current()?;
         // SAFETY: src holds at least dst.len() bytes.
         check(unsafe { sys::cuMemcpyDtoH_v2(dst.as_mut_ptr() as *mut c_void, src, dst.len()) }, "cuMemcpyDtoH")
     }
-    fn zero(&self, dst: u64, bytes: u64) -> Result<(), String> {
+    fn zero(&self, dst: u64, bytes: u64) -> Result<(), RuntimeError> {
         self.current()?;
         // SAFETY: dst holds `bytes` bytes.
         check(unsafe { sys::cuMemsetD8_v2(dst, 0, bytes as usize) }, "cuMemsetD8")
     }
-    fn function(&self, entry: &str) -> Result<usize, String> {
+    fn function(&self, entry: &str) -> Result<usize, RuntimeError> {
         if let Some(i) = self.functions.iter().position(|(n, _)| n == entry) {
             return Ok(i);
         }
-        Err(format!("kernel {entry} is not in the loaded PTX module"))
+        Err(RuntimeError::Bundle(format!("kernel {entry} is not in the loaded PTX module")))
     }
-    fn launch(&self, f: usize, grid: [u32; 3], block: [u32; 3], args: &[KArg]) -> Result<(), String> {
+    fn launch(&self, f: usize, grid: [u32; 3], block: [u32; 3], args: &[KArg]) -> Result<(), RuntimeError> {
         self.current()?;
-        let (_, func) = self.functions.get(f).ok_or_else(|| format!("no kernel {f}"))?;
+        let (_, func) = self.functions.get(f).ok_or_else(|| RuntimeError::Bundle(format!("no kernel {f}")))?;
         if grid[0] as u64 > ckopt_kernels::bundle::GRID_X_LIMIT || grid[1] > 65535 || grid[2] > 65535 {
-            return Err(format!("grid {grid:?} exceeds CUDA's limits"));
+            return Err(RuntimeError::Other(format!("grid {grid:?} exceeds CUDA's limits")));
         }
         #[repr(C)]
         union Val {
@@ -343,7 +350,7 @@ impl Device for CudaDevice {
         };
         check(r, "cuLaunchKernel")
     }
-    fn gemm(&self, g: &GemmCall) -> Result<bool, String> {
+    fn gemm(&self, g: &GemmCall) -> Result<bool, RuntimeError> {
         match &self.blas {
             Ok(b) => {
                 self.current()?;
@@ -361,19 +368,19 @@ impl Device for CudaDevice {
     }
     fn gemm_load_error(&self) -> Option<String> {
         match &self.blas {
-            Err(e) if self.blas_tried => Some(e.clone()),
+            Err(e) if self.blas_tried => Some(e.to_string()),
             _ => None,
         }
     }
-    fn start_timer(&self) -> Result<(), String> {
+    fn start_timer(&self) -> Result<(), RuntimeError> {
         self.current()?;
-        let e = self.events.lock().map_err(|_| "event lock poisoned".to_string())?;
+        let e = self.events.lock().map_err(|_| RuntimeError::Other("event lock poisoned".into()))?;
         // SAFETY: events created in `open`; the null stream is the default stream.
         check(unsafe { sys::cuEventRecord(e.start, std::ptr::null_mut()) }, "cuEventRecord")
     }
-    fn stop_timer(&self) -> Result<f64, String> {
+    fn stop_timer(&self) -> Result<f64, RuntimeError> {
         self.current()?;
-        let e = self.events.lock().map_err(|_| "event lock poisoned".to_string())?;
+        let e = self.events.lock().map_err(|_| RuntimeError::Other("event lock poisoned".into()))?;
         let mut ms = 0f32;
         // SAFETY: as above.
         unsafe {
@@ -383,7 +390,7 @@ impl Device for CudaDevice {
         }
         Ok(ms as f64)
     }
-    fn synchronize(&self) -> Result<(), String> {
+    fn synchronize(&self) -> Result<(), RuntimeError> {
         self.current()?;
         // SAFETY: plain driver call.
         check(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize")
@@ -392,21 +399,21 @@ impl Device for CudaDevice {
 
 impl CudaDevice {
     /// Resolves the entries a bundle's launches need (after `load_ptx`).
-    pub fn resolve(&mut self, entries: &[String]) -> Result<(), String> {
+    pub fn resolve(&mut self, entries: &[String]) -> Result<(), RuntimeError> {
         self.current()?;
-        let module = self.module.ok_or("no PTX module loaded")?;
+        let module = self.module.ok_or_else(|| RuntimeError::Other("no PTX module loaded".into()))?;
         for e in entries {
             if self.functions.iter().any(|(n, _)| n == e) {
                 continue;
             }
-            let c = std::ffi::CString::new(e.as_str()).map_err(|_| format!("bad kernel name {e:?}"))?;
+            let c = std::ffi::CString::new(e.as_str()).map_err(|_| RuntimeError::Bundle(format!("bad kernel name {e:?}")))?;
             let mut f = std::ptr::null_mut();
             // SAFETY: module loaded; valid C string and out-pointer.
             let r = unsafe { sys::cuModuleGetFunction(&mut f, module, c.as_ptr()) };
             if r == sys::CUresult::CUDA_SUCCESS {
                 self.functions.push((e.clone(), f));
             } else if !e.starts_with("ck_lib_") {
-                return Err(format!("kernel {e} is not in the PTX module: {}", status_text(r)));
+                return Err(RuntimeError::Bundle(format!("kernel {e} is not in the PTX module: {}", status_text(r))));
             }
         }
         Ok(())

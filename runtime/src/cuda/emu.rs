@@ -9,6 +9,7 @@
 
 use super::device::{Device, GemmCall, KArg};
 use crate::arena::Arena;
+use crate::error::RuntimeError;
 use ckopt_kernels::Bundle;
 use ckopt_lower::emu::{EmuArg, EmuModule};
 use std::collections::HashMap;
@@ -27,8 +28,8 @@ pub struct EmuDevice {
 impl EmuDevice {
     /// Compiles the gpu-dialect code of `bundle`'s module (`gpu_mlir`, from
     /// `ckopt_lower::cuda_kernels_mlir` of the same kernels) for the host.
-    pub fn new(gpu_mlir: &str, bundle: &Bundle) -> Result<EmuDevice, String> {
-        let module = EmuModule::compile(gpu_mlir)?;
+    pub fn new(gpu_mlir: &str, bundle: &Bundle) -> Result<EmuDevice, RuntimeError> {
+        let module = EmuModule::compile(gpu_mlir).map_err(RuntimeError::Other)?;
         let mut entries: Vec<String> = bundle.kernels.iter().flat_map(|k| k.launches.iter().map(|l| l.entry.clone())).collect();
         for e in [ckopt_kernels::bundle::LIB_GEMM, ckopt_kernels::bundle::LIB_IM2COL, ckopt_kernels::bundle::LIB_COL2IM] {
             if module.has(e) {
@@ -37,6 +38,10 @@ impl EmuDevice {
         }
         Ok(EmuDevice { module, entries, mem: Mutex::new(HashMap::new()), start: Mutex::new(None) })
     }
+}
+
+fn lock_error() -> RuntimeError {
+    RuntimeError::Other("lock".into())
 }
 
 fn slice_mut<'a>(p: u64, n: usize) -> &'a mut [u8] {
@@ -52,14 +57,14 @@ impl Device for EmuDevice {
     fn sm(&self) -> u32 {
         90
     }
-    fn mem_info(&self) -> Result<(u64, u64), String> {
-        let used: u64 = self.mem.lock().map_err(|_| "lock")?.values().map(|a| a.len() as u64).sum();
+    fn mem_info(&self) -> Result<(u64, u64), RuntimeError> {
+        let used: u64 = self.mem.lock().map_err(|_| lock_error())?.values().map(|a| a.len() as u64).sum();
         Ok((NOMINAL - used, NOMINAL))
     }
-    fn alloc(&self, bytes: u64) -> Result<u64, String> {
+    fn alloc(&self, bytes: u64) -> Result<u64, RuntimeError> {
         let mut a = Arena::new(bytes)?;
         let p = a.as_mut_slice().as_mut_ptr() as u64;
-        self.mem.lock().map_err(|_| "lock")?.insert(p, a);
+        self.mem.lock().map_err(|_| lock_error())?.insert(p, a);
         Ok(p)
     }
     fn free(&self, ptr: u64) {
@@ -67,23 +72,23 @@ impl Device for EmuDevice {
             m.remove(&ptr);
         }
     }
-    fn htod(&self, dst: u64, src: &[u8]) -> Result<(), String> {
+    fn htod(&self, dst: u64, src: &[u8]) -> Result<(), RuntimeError> {
         slice_mut(dst, src.len()).copy_from_slice(src);
         Ok(())
     }
-    fn dtoh(&self, src: u64, dst: &mut [u8]) -> Result<(), String> {
+    fn dtoh(&self, src: u64, dst: &mut [u8]) -> Result<(), RuntimeError> {
         dst.copy_from_slice(slice_mut(src, dst.len()));
         Ok(())
     }
-    fn zero(&self, dst: u64, bytes: u64) -> Result<(), String> {
+    fn zero(&self, dst: u64, bytes: u64) -> Result<(), RuntimeError> {
         slice_mut(dst, bytes as usize).fill(0);
         Ok(())
     }
-    fn function(&self, entry: &str) -> Result<usize, String> {
-        self.entries.iter().position(|e| e == entry).ok_or_else(|| format!("kernel {entry} is not in the emulated module"))
+    fn function(&self, entry: &str) -> Result<usize, RuntimeError> {
+        self.entries.iter().position(|e| e == entry).ok_or_else(|| RuntimeError::Bundle(format!("kernel {entry} is not in the emulated module")))
     }
-    fn launch(&self, f: usize, grid: [u32; 3], block: [u32; 3], args: &[KArg]) -> Result<(), String> {
-        let entry = self.entries.get(f).ok_or_else(|| format!("no kernel {f}"))?;
+    fn launch(&self, f: usize, grid: [u32; 3], block: [u32; 3], args: &[KArg]) -> Result<(), RuntimeError> {
+        let entry = self.entries.get(f).ok_or_else(|| RuntimeError::Bundle(format!("no kernel {f}")))?;
         let a: Vec<EmuArg> = args
             .iter()
             .map(|a| match *a {
@@ -94,26 +99,26 @@ impl Device for EmuDevice {
             })
             .collect();
         if grid[1] != 1 || grid[2] != 1 || block[1] != 1 || block[2] != 1 {
-            return Err("the emulation runs 1-D launches only".into());
+            return Err(RuntimeError::Other("the emulation runs 1-D launches only".into()));
         }
         // SAFETY: pointer arguments are slots of this device's allocations.
-        unsafe { self.module.launch(entry, grid[0], block[0], &a) }
+        unsafe { self.module.launch(entry, grid[0], block[0], &a) }.map_err(RuntimeError::Other)
     }
-    fn gemm(&self, _: &GemmCall) -> Result<bool, String> {
+    fn gemm(&self, _: &GemmCall) -> Result<bool, RuntimeError> {
         Ok(false)
     }
     fn gemm_library(&self) -> String {
         "fallback GEMM kernel (emulation)".into()
     }
-    fn start_timer(&self) -> Result<(), String> {
-        *self.start.lock().map_err(|_| "lock")? = Some(Instant::now());
+    fn start_timer(&self) -> Result<(), RuntimeError> {
+        *self.start.lock().map_err(|_| lock_error())? = Some(Instant::now());
         Ok(())
     }
-    fn stop_timer(&self) -> Result<f64, String> {
-        let s = self.start.lock().map_err(|_| "lock")?.take().ok_or("timer not started")?;
+    fn stop_timer(&self) -> Result<f64, RuntimeError> {
+        let s = self.start.lock().map_err(|_| lock_error())?.take().ok_or_else(|| RuntimeError::Other("timer not started".into()))?;
         Ok(s.elapsed().as_secs_f64() * 1e3)
     }
-    fn synchronize(&self) -> Result<(), String> {
+    fn synchronize(&self) -> Result<(), RuntimeError> {
         Ok(())
     }
 }

@@ -15,13 +15,14 @@
 //! the fallback kernel `ck_lib_gemm`; convolutions are im2col / col2im
 //! kernels plus GEMMs, one image at a time in the workspace.
 //!
-//! Errors (messages naming the op, its location and the function): a
+//! Errors (`RuntimeError`s naming the op, its location and the function): a
 //! launch the driver rejects, a GEMM that fails, an allocation that does
 //! not fit (with the device's free memory), a fault found at the end of the
 //! step (asynchronous: `CKOPT_CUDA_SYNC=1` synchronizes after every op to
 //! name the failing one).
 
 use super::device::{Device, GemmCall, KArg};
+use crate::error::RuntimeError;
 use crate::report::Report;
 use ckopt_interp::Tensor;
 use ckopt_kernels::bundle::{GEMM_TILE, LIB_BLOCK, LIB_COL2IM, LIB_GEMM, LIB_IM2COL, MAX_GRID};
@@ -44,7 +45,7 @@ pub struct CudaModule {
 impl CudaModule {
     /// Resolves every kernel entry of `bundle` on `dev` (whose module is
     /// the bundle's PTX).
-    pub fn new(dev: Arc<dyn Device>, bundle: Bundle) -> Result<Arc<CudaModule>, String> {
+    pub fn new(dev: Arc<dyn Device>, bundle: Bundle) -> Result<Arc<CudaModule>, RuntimeError> {
         let mut kernels = Vec::with_capacity(bundle.kernels.len());
         for k in &bundle.kernels {
             let mut v = Vec::with_capacity(k.launches.len());
@@ -75,15 +76,17 @@ struct Buffer {
 }
 
 impl Buffer {
-    fn new(dev: &Arc<dyn Device>, bytes: u64, what: &str) -> Result<Buffer, String> {
+    fn new(dev: &Arc<dyn Device>, bytes: u64, what: &str) -> Result<Buffer, RuntimeError> {
         if bytes == 0 {
             return Ok(Buffer { dev: dev.clone(), ptr: 0, bytes: 0 });
         }
-        let ptr = dev.alloc(bytes).map_err(|e| {
-            let free = dev.mem_info().map(|(f, t)| format!(" ({f} of {t} bytes free)")).unwrap_or_default();
-            format!("allocating {what} ({bytes} bytes) on the device failed: {e}{free}")
+        let ptr = dev.alloc(bytes).map_err(|e| RuntimeError::Alloc {
+            what: what.to_string(),
+            bytes,
+            free: dev.mem_info().ok(),
+            source: Box::new(e),
         })?;
-        dev.zero(ptr, bytes).map_err(|e| format!("clearing {what}: {e}"))?;
+        dev.zero(ptr, bytes).map_err(|e| e.context(format!("clearing {what}")))?;
         Ok(Buffer { dev: dev.clone(), ptr, bytes })
     }
 }
@@ -110,19 +113,19 @@ pub struct CudaExecutor {
     report: Report,
 }
 
-fn at(op: &OpRef, func: &str, e: String) -> String {
-    format!("cuda backend: {} at {} (in @{func}) failed: {e}", op.name, op.loc)
+fn at(op: &OpRef, func: &str, e: RuntimeError) -> RuntimeError {
+    RuntimeError::Op { op: op.name.clone(), loc: op.loc.clone(), func: func.to_string(), source: Box::new(e) }
 }
 
 impl CudaExecutor {
     /// An executor for function `func` of the module's bundle.
-    pub fn new(module: Arc<CudaModule>, func: &str) -> Result<CudaExecutor, String> {
+    pub fn new(module: Arc<CudaModule>, func: &str) -> Result<CudaExecutor, RuntimeError> {
         let prog = module.bundle.program(func).cloned().ok_or_else(|| {
             let names: Vec<&str> = module.bundle.programs.iter().map(|p| p.func.as_str()).collect();
-            format!("the bundle has no function @{func}; it has @{}", names.join(", @"))
+            RuntimeError::Bundle(format!("the bundle has no function @{func}; it has @{}", names.join(", @")))
         })?;
         let dev = module.dev.clone();
-        let (free_before, _) = dev.mem_info().map_err(|e| format!("cuda backend: cuMemGetInfo: {e}"))?;
+        let (free_before, _) = dev.mem_info().map_err(|e| e.context("cuda backend: cuMemGetInfo"))?;
         let arena = Buffer::new(&dev, prog.arena_bytes, "the arena")?;
         let workspace = Buffer::new(&dev, prog.workspace_bytes, "the workspace")?;
         let scratch = Buffer::new(&dev, module.scratch_bytes, "the reduction scratch")?;
@@ -182,23 +185,26 @@ impl CudaExecutor {
     }
 
     /// Copies `t` into argument `i`'s device buffer.
-    pub fn set_arg(&mut self, i: usize, t: &Tensor) -> Result<(), String> {
-        let a = self.prog.args.get(i).ok_or_else(|| format!("@{} has no argument {i}", self.prog.func))?;
+    pub fn set_arg(&mut self, i: usize, t: &Tensor) -> Result<(), RuntimeError> {
+        let a = self.prog.args.get(i).ok_or_else(|| RuntimeError::Bundle(format!("@{} has no argument {i}", self.prog.func)))?;
         let want: Vec<usize> = a.shape.iter().map(|&d| d as usize).collect();
         if t.shape != want {
-            return Err(format!("argument {i} (%{}) of @{} needs shape {want:?}, got {:?}", a.name, self.prog.func, t.shape));
+            return Err(RuntimeError::Bundle(format!(
+                "argument {i} (%{}) of @{} needs shape {want:?}, got {:?}",
+                a.name, self.prog.func, t.shape
+            )));
         }
         let buf = &self.args[i];
         if buf.bytes > 0 {
             // SAFETY: f32 has no padding; the byte view covers exactly the data.
             let bytes = unsafe { std::slice::from_raw_parts(t.data.as_ptr() as *const u8, t.data.len() * 4) };
-            self.module.dev.htod(buf.ptr, bytes).map_err(|e| format!("cuda backend: copying argument {i} to the device: {e}"))?;
+            self.module.dev.htod(buf.ptr, bytes).map_err(|e| e.context(format!("cuda backend: copying argument {i} to the device")))?;
             self.h2d_since_run += buf.bytes;
         }
         Ok(())
     }
 
-    fn read(&self, ptr: u64, shape: &[u64]) -> Result<Tensor, String> {
+    fn read(&self, ptr: u64, shape: &[u64]) -> Result<Tensor, RuntimeError> {
         let n = shape.iter().product::<u64>() as usize;
         let mut data = vec![0f32; n];
         if n > 0 {
@@ -210,22 +216,22 @@ impl CudaExecutor {
     }
 
     /// Result `j` of the last run, copied back.
-    pub fn result(&self, j: usize) -> Result<Tensor, String> {
-        let r = self.prog.results.get(j).ok_or_else(|| format!("@{} has no result {j}", self.prog.func))?;
-        self.read(self.ptr(&r.slot), &r.shape).map_err(|e| format!("cuda backend: copying result {j} back: {e}"))
+    pub fn result(&self, j: usize) -> Result<Tensor, RuntimeError> {
+        let r = self.prog.results.get(j).ok_or_else(|| RuntimeError::Bundle(format!("@{} has no result {j}", self.prog.func)))?;
+        self.read(self.ptr(&r.slot), &r.shape).map_err(|e| e.context(format!("cuda backend: copying result {j} back")))
     }
 
     /// Argument `i`'s current contents, copied back.
-    pub fn arg(&self, i: usize) -> Result<Tensor, String> {
-        let a = self.prog.args.get(i).ok_or_else(|| format!("@{} has no argument {i}", self.prog.func))?;
-        self.read(self.args[i].ptr, &a.shape).map_err(|e| format!("cuda backend: copying argument {i} back: {e}"))
+    pub fn arg(&self, i: usize) -> Result<Tensor, RuntimeError> {
+        let a = self.prog.args.get(i).ok_or_else(|| RuntimeError::Bundle(format!("@{} has no argument {i}", self.prog.func)))?;
+        self.read(self.args[i].ptr, &a.shape).map_err(|e| e.context(format!("cuda backend: copying argument {i} back")))
     }
 
     /// Runs the program once on the resident buffers.
-    pub fn run(&mut self) -> Result<(), String> {
+    pub fn run(&mut self) -> Result<(), RuntimeError> {
         let dev = self.module.dev.clone();
         let func = self.prog.func.clone();
-        dev.start_timer().map_err(|e| format!("cuda backend: @{func}: recording the start event: {e}"))?;
+        dev.start_timer().map_err(|e| e.context(format!("cuda backend: @{func}: recording the start event")))?;
         for s in &self.prog.steps {
             let op = s.op();
             match s {
@@ -238,12 +244,8 @@ impl CudaExecutor {
                 dev.synchronize().map_err(|e| at(op, &func, e))?;
             }
         }
-        let ms = dev.stop_timer().map_err(|e| {
-            format!(
-                "cuda backend: a kernel of @{func} failed: {e} (kernels run asynchronously; run with CKOPT_CUDA_SYNC=1 to name the failing op)"
-            )
-        })?;
-        let (free_after, _) = dev.mem_info().map_err(|e| format!("cuda backend: cuMemGetInfo: {e}"))?;
+        let ms = dev.stop_timer().map_err(|e| RuntimeError::Async { func: func.clone(), source: Box::new(e) })?;
+        let (free_after, _) = dev.mem_info().map_err(|e| e.context("cuda backend: cuMemGetInfo"))?;
         self.report.step_ms = ms;
         self.report.step_times_ms.push(ms);
         self.report.steps += 1;
@@ -253,15 +255,15 @@ impl CudaExecutor {
         Ok(())
     }
 
-    fn launch(&self, f: usize, l: &Launch, args: &[KArg]) -> Result<(), String> {
+    fn launch(&self, f: usize, l: &Launch, args: &[KArg]) -> Result<(), RuntimeError> {
         if l.grid.contains(&0) || l.block.contains(&0) {
             return Ok(());
         }
-        self.module.dev.launch(f, l.grid, l.block, args).map_err(|e| format!("launching {} failed: {e}", l.entry))
+        self.module.dev.launch(f, l.grid, l.block, args).map_err(|e| RuntimeError::Launch { entry: l.entry.clone(), source: Box::new(e) })
     }
 
-    fn kernel(&self, k: usize, slots: &[Slot]) -> Result<(), String> {
-        let launches = self.module.kernels.get(k).ok_or_else(|| format!("no kernel {k} in the bundle"))?;
+    fn kernel(&self, k: usize, slots: &[Slot]) -> Result<(), RuntimeError> {
+        let launches = self.module.kernels.get(k).ok_or_else(|| RuntimeError::Bundle(format!("no kernel {k} in the bundle")))?;
         let mut args: Vec<KArg> = slots.iter().map(|s| KArg::Ptr(self.ptr(s))).collect();
         if self.module.bundle.kernels[k].scratch_bytes > 0 {
             args.push(KArg::Ptr(self.scratch.ptr));
@@ -273,14 +275,14 @@ impl CudaExecutor {
     }
 
     /// A GEMM through the device's library, else the fallback kernel.
-    fn gemm_call(&self, g: &GemmCall) -> Result<(), String> {
+    fn gemm_call(&self, g: &GemmCall) -> Result<(), RuntimeError> {
         if g.m == 0 || g.n == 0 || g.batch == 0 {
             return Ok(());
         }
         if self.module.dev.gemm(g)? {
             return Ok(());
         }
-        let f = self.module.gemm.ok_or("the bundle has no fallback GEMM kernel")?;
+        let f = self.module.gemm.ok_or_else(|| RuntimeError::Bundle("the bundle has no fallback GEMM kernel".into()))?;
         let t = GEMM_TILE as u64;
         let tiles = g.m.div_ceil(t) * g.n.div_ceil(t) * g.batch;
         let l = Launch { entry: LIB_GEMM.into(), grid: [tiles.min(MAX_GRID as u64) as u32, 1, 1], block: [GEMM_TILE * GEMM_TILE, 1, 1] };
@@ -302,7 +304,7 @@ impl CudaExecutor {
         self.launch(f, &l, &args)
     }
 
-    fn gemm(&self, g: &Gemm) -> Result<(), String> {
+    fn gemm(&self, g: &Gemm) -> Result<(), RuntimeError> {
         self.gemm_call(&GemmCall {
             trans_a: g.trans_a,
             trans_b: g.trans_b,
@@ -321,8 +323,8 @@ impl CudaExecutor {
     }
 
     /// im2col or col2im of one image.
-    fn cols(&self, f: Option<usize>, entry: &str, cv: &Conv, from: u64, to: u64, total: u64) -> Result<(), String> {
-        let f = f.ok_or_else(|| format!("the bundle has no {entry} kernel"))?;
+    fn cols(&self, f: Option<usize>, entry: &str, cv: &Conv, from: u64, to: u64, total: u64) -> Result<(), RuntimeError> {
+        let f = f.ok_or_else(|| RuntimeError::Bundle(format!("the bundle has no {entry} kernel")))?;
         let l = Launch {
             entry: entry.into(),
             grid: [total.div_ceil(LIB_BLOCK as u64).min(MAX_GRID as u64) as u32, 1, 1],
@@ -333,7 +335,7 @@ impl CudaExecutor {
         self.launch(f, &l, &args)
     }
 
-    fn conv(&self, cv: &Conv) -> Result<(), String> {
+    fn conv(&self, cv: &Conv) -> Result<(), RuntimeError> {
         let (x, w, y, ws) = (self.ptr(&cv.x), self.ptr(&cv.wt), self.ptr(&cv.y), self.workspace.ptr);
         let ckk = cv.c * cv.kh * cv.kw;
         let ohw = cv.oh * cv.ow;
@@ -386,8 +388,8 @@ impl CudaExecutor {
     }
 }
 
-fn diag(m: String) -> ckopt_ir::Diag {
-    ckopt_ir::Diag::error(Default::default(), m)
+fn diag(e: RuntimeError) -> ckopt_ir::Diag {
+    ckopt_ir::Diag::error(Default::default(), e.to_string())
 }
 
 impl ckopt_interp::StepExec for CudaExecutor {

@@ -23,6 +23,7 @@ pub mod emu;
 pub use device::{Device, GemmCall, KArg};
 pub use exec::{CudaExecutor, CudaModule};
 
+use crate::error::RuntimeError;
 use ckopt_kernels::Bundle;
 use std::sync::Arc;
 
@@ -44,39 +45,36 @@ impl Default for RunOptions {
 
 /// Whether a CUDA driver and a device are usable: `Ok(device name)` or the
 /// reason why not. Never panics.
-pub fn cuda_status() -> Result<String, String> {
+pub fn cuda_status() -> Result<String, RuntimeError> {
     #[cfg(feature = "cuda")]
     {
         driver::cuda_status()
     }
     #[cfg(not(feature = "cuda"))]
     {
-        Err("this build has no CUDA driver support (ckopt-runtime without its `cuda` feature)".into())
+        Err(RuntimeError::NoDevice("this build has no CUDA driver support (ckopt-runtime without its `cuda` feature)".into()))
     }
 }
 
 /// Opens device 0 (see `driver::CudaDevice::open`).
 #[cfg(feature = "cuda")]
-pub fn open_device() -> Result<driver::CudaDevice, String> {
+pub fn open_device() -> Result<driver::CudaDevice, RuntimeError> {
     driver::CudaDevice::open()
 }
 
 /// The error when a bundle's compute capability is not the device's.
-pub fn check_sm(bundle_sm: u32, device_sm: u32, device: &str) -> Result<(), String> {
+pub fn check_sm(bundle_sm: u32, device_sm: u32, device: &str) -> Result<(), RuntimeError> {
     if bundle_sm == device_sm {
         return Ok(());
     }
-    Err(format!(
-        "the bundle is compiled for sm_{bundle_sm} but the device is {device}; re-create it with \
-         `ckopt-translate --to=cuda-bundle --sm={device_sm}`"
-    ))
+    Err(RuntimeError::SmMismatch { bundle_sm, device_sm, device: device.to_string() })
 }
 
 /// Loads `bundle` on the opened device: its compute capability must be
 /// the device's; the PTX is loaded (a failure carries the JIT log), every
 /// kernel entry resolved, cuBLAS loaded unless `opts.cublas` is off.
 #[cfg(feature = "cuda")]
-pub fn load_bundle(mut dev: driver::CudaDevice, bundle: Bundle, opts: &RunOptions) -> Result<Arc<CudaModule>, String> {
+pub fn load_bundle(mut dev: driver::CudaDevice, bundle: Bundle, opts: &RunOptions) -> Result<Arc<CudaModule>, RuntimeError> {
     use device::Device;
     check_sm(bundle.sm, dev.sm(), &dev.describe())?;
     dev.load_ptx(&bundle.ptx)?;
@@ -96,8 +94,13 @@ mod tests {
     #[test]
     fn a_bundle_for_another_sm_is_refused_with_the_fix() {
         assert!(check_sm(90, 90, "x").is_ok());
-        let e = check_sm(90, 80, "NVIDIA A100 (sm_80, driver 12.4)").unwrap_err();
+        let e = check_sm(90, 80, "NVIDIA A100 (sm_80, driver 12.4)").unwrap_err().to_string();
         assert!(e.contains("compiled for sm_90 but the device is NVIDIA A100 (sm_80"), "{e}");
         assert!(e.contains("--sm=80"), "{e}");
+        assert_eq!(
+            e,
+            "the bundle is compiled for sm_90 but the device is NVIDIA A100 (sm_80, driver 12.4); re-create it with \
+             `ckopt-translate --to=cuda-bundle --sm=80`"
+        );
     }
 }
