@@ -447,9 +447,21 @@ pub fn optimal_candidates(f: &Func, ch: &Chain, budget: u64, measure: &mut dyn F
         for &b in &chain.bound_bytes {
             q = gcd(q, b);
         }
-        let q = if q == 0 { budget.max(1) } else { q };
-        let q = q.max(budget.div_ceil(MAX_UNITS));
+        let exact = if q == 0 { budget.max(1) } else { q };
+        let q = exact.max(budget.div_ceil(MAX_UNITS));
         let units = (budget / q.max(1)) as usize;
+        // When the unit is coarser than the sizes' common divisor, sizes are
+        // rounded up to whole units: with a unit above the mean stage the DP
+        // counts every small stage as a full unit and can store only part
+        // of the chain even with room for all of it (a 1000-layer MLP at
+        // 900 MiB kept recomputing half a forward). Merge stages first
+        // until the mean stage weighs four units (the rounding then costs
+        // at most a quarter). Exact units (small budgets) keep every stage.
+        let kept: u64 = chain.stages.iter().map(|st| st.store_bytes).fold(0, u64::saturating_add);
+        if q > exact && chain.len() > 2 && kept / (chain.len() as u64) < 4 * q {
+            chain = coarsen(&chain, f, 2);
+            continue;
+        }
         if let Some(dp) = Dp::new(&chain, q, units, WORK) {
             let (mut lo, mut hi) = (0usize, units);
             let mut probes = 0;
