@@ -247,6 +247,16 @@ fn mode_candidates(f: &Func, ch: &Chain, opts: &RematOptions, temp_budget: Optio
     }
 }
 
+/// [`mode_candidates`] over another chain (or schedule) of the function,
+/// their labels prefixed with which one.
+fn labelled_candidates(f: &Func, ch: &Chain, opts: &RematOptions, temp_budget: Option<u64>, prefix: &str, out: &mut Vec<Candidate>) {
+    let n = out.len();
+    mode_candidates(f, ch, opts, temp_budget, out);
+    for c in &mut out[n..] {
+        c.label = format!("{prefix} {}", c.label);
+    }
+}
+
 /// The smallest plans known (log with k=1, sqrt), tried when no plan meets
 /// the limits so that the error can name the smallest feasible amount.
 fn smallest_candidates(f: &Func, ch: &Chain, out: &mut Vec<Candidate>) {
@@ -317,21 +327,13 @@ pub fn remat_func(f: &mut Func, opts: &RematOptions) -> Result<Option<RematOutco
     // gives more stages (long skips: every position crosses many values)
     let fine = chain::build_chain_with(f, chain::CutRule::AllFree);
     if fine.len() > ch.len() {
-        let n = cands.len();
-        mode_candidates(f, &fine, opts, temp_budget, &mut cands);
-        for c in &mut cands[n..] {
-            c.label = format!("fine {}", c.label);
-        }
+        labelled_candidates(f, &fine, opts, temp_budget, "fine", &mut cands);
     }
     // the same plans over the forward in wavefront order, when it differs
     if let Some(g) = chain::wavefront(f) {
         let wch = build_chain(&g);
         if wch.has_backward && !wch.is_empty() {
-            let n = cands.len();
-            mode_candidates(&g, &wch, opts, temp_budget, &mut cands);
-            for c in &mut cands[n..] {
-                c.label = format!("wavefront {}", c.label);
-            }
+            labelled_candidates(&g, &wch, opts, temp_budget, "wavefront", &mut cands);
         }
     }
     if opts.device_budget.is_some() {

@@ -304,16 +304,23 @@ pub fn memory_timeline_svg(m: &Module) -> String {
 }
 
 fn svg_of(funcs: &[Func]) -> String {
-    let h = PANEL_H * funcs.len().max(1) as f64;
+    svg_document(W, PANEL_H * funcs.len().max(1) as f64, |out| {
+        for (k, f) in funcs.iter().enumerate() {
+            panel(out, f, k as f64 * PANEL_H);
+        }
+    })
+}
+
+/// An SVG document of `w` x `h` pixels on a white background, its body
+/// drawn by `body` (also used by the memory curve's picture).
+pub(crate) fn svg_document(w: f64, h: f64, body: impl FnOnce(&mut String)) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{h}" viewBox="0 0 {W} {h}" font-family="sans-serif">"#
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif">"#
     );
     let _ = writeln!(out, r#"<rect width="100%" height="100%" fill="white"/>"#);
-    for (k, f) in funcs.iter().enumerate() {
-        panel(&mut out, f, k as f64 * PANEL_H);
-    }
+    body(&mut out);
     out.push_str("</svg>\n");
     out
 }

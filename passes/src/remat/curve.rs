@@ -24,7 +24,7 @@
 //! plan it measures; `optimal` builds its DP table per budget).
 
 use super::{RematOptions, remat_func};
-use crate::analysis::timeline::{esc, fmt_mib, nice_step};
+use crate::analysis::timeline::{esc, fmt_mib, nice_step, svg_document};
 use crate::analysis::{memory_report, peak, liveness};
 use crate::manager::parse_pipeline;
 use ckopt_ir::Func;
@@ -153,6 +153,12 @@ fn mode_color(mode: &str) -> &'static str {
     }
 }
 
+/// Tick positions 0, step, 2·step, ... up to `max` (`nice_step` for about `n` ticks).
+fn ticks(max: f64, n: f64) -> impl Iterator<Item = f64> {
+    let step = nice_step(max, n);
+    (0..).map(move |i| i as f64 * step).take_while(move |&t| t <= max + 1e-9)
+}
+
 const W: f64 = 900.0;
 const PANEL_H: f64 = 420.0;
 const ML: f64 = 80.0;
@@ -177,10 +183,8 @@ fn panel(out: &mut String, c: &Curve, y0: f64) {
         fmt_mib(mib(c.min_feasible_bytes))
     );
     let _ = writeln!(out, r##"<rect x="{ML}" y="{}" width="{pw}" height="{ph}" fill="none" stroke="#888"/>"##, y0 + MT);
-    // axes
-    let xs = nice_step(xmax, 8.0);
-    let mut t = 0.0;
-    while t <= xmax + 1e-9 {
+    // axes: grid lines and labels at "nice" steps
+    for t in ticks(xmax, 8.0) {
         let _ = writeln!(
             out,
             r##"<line x1="{x}" y1="{a}" x2="{x}" y2="{b}" stroke="#eee"/><text x="{x}" y="{ty}" font-size="11" text-anchor="middle">{l}</text>"##,
@@ -190,11 +194,8 @@ fn panel(out: &mut String, c: &Curve, y0: f64) {
             ty = y0 + MT + ph + 16.0,
             l = fmt_mib(t)
         );
-        t += xs;
     }
-    let ys = nice_step(ymax, 6.0);
-    let mut t = 0.0;
-    while t <= ymax + 1e-9 {
+    for t in ticks(ymax, 6.0) {
         let _ = writeln!(
             out,
             r##"<line x1="{ML}" y1="{y}" x2="{r}" y2="{y}" stroke="#eee"/><text x="{tx}" y="{ty}" font-size="11" text-anchor="end">{l}</text>"##,
@@ -204,7 +205,6 @@ fn panel(out: &mut String, c: &Curve, y0: f64) {
             ty = py(t) + 4.0,
             l = fmt_mib(t)
         );
-        t += ys;
     }
     let _ = writeln!(
         out,
@@ -272,19 +272,12 @@ fn panel(out: &mut String, c: &Curve, y0: f64) {
 /// MiB, y = recompute in forward passes, points coloured by mode, the front
 /// drawn as a staircase.
 pub fn curves_svg(curves: &[Curve]) -> String {
-    let h = PANEL_H * curves.len().max(1) as f64;
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{h}" viewBox="0 0 {W} {h}" font-family="sans-serif">"#
-    );
-    let _ = writeln!(out, r#"<rect width="100%" height="100%" fill="white"/>"#);
-    if curves.is_empty() {
-        let _ = writeln!(out, r#"<text x="20" y="40" font-size="14">no gradient function: nothing for remat to trade</text>"#);
-    }
-    for (k, c) in curves.iter().enumerate() {
-        panel(&mut out, c, k as f64 * PANEL_H);
-    }
-    out.push_str("</svg>\n");
-    out
+    svg_document(W, PANEL_H * curves.len().max(1) as f64, |out| {
+        if curves.is_empty() {
+            let _ = writeln!(out, r#"<text x="20" y="40" font-size="14">no gradient function: nothing for remat to trade</text>"#);
+        }
+        for (k, c) in curves.iter().enumerate() {
+            panel(out, c, k as f64 * PANEL_H);
+        }
+    })
 }
