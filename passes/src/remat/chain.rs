@@ -599,6 +599,74 @@ pub fn coarsen(ch: &Chain, f: &Func, factor: usize) -> Chain {
     out
 }
 
+/// `order` (backward op indices of `f`) with every op at which all its
+/// operands die, each operand a backward value (the in-place additions that
+/// accumulate a weight's gradient over time steps), moved to run as soon as
+/// its operands exist.
+///
+/// Why: ordering by level groups one level's ops of every layer, so the
+/// layers' per-step weight-gradient products were all computed before any of
+/// them was added into its accumulator: one [in, 4·hidden] temporary per
+/// weight live at once (8 of 64 KiB on the 4-layer LSTM). Moving an op
+/// earlier only shortens its operands' lives (they die at it) and keeps
+/// every dependence, so the values are the same bit for bit.
+fn eager_accumulations(f: &Func, phases: &[Phase], order: &[usize]) -> Vec<usize> {
+    let n = f.body.len();
+    let def = f.def_table();
+    let mut last_use: Vec<Option<usize>> = vec![None; f.values.len()];
+    for (i, op) in f.body.iter().enumerate() {
+        for o in &op.operands {
+            last_use[o.index()] = Some(i);
+        }
+    }
+    let backward_def = |o: &ValueId| def[o.index()].filter(|&d| phases[d] != Phase::Forward);
+    let mut in_order = vec![false; n];
+    for &i in order {
+        in_order[i] = true;
+    }
+    let eager: Vec<bool> = (0..n)
+        .map(|i| {
+            let ops = &f.body[i].operands;
+            !ops.is_empty()
+                && in_order[i]
+                && ops.iter().all(|o| backward_def(o).is_some() && last_use[o.index()] == Some(i))
+        })
+        .collect();
+    // readers of each op's result among the eager ops
+    let mut eager_readers: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for &i in order {
+        if eager[i] {
+            for o in &f.body[i].operands {
+                if let Some(d) = backward_def(o) {
+                    eager_readers[d].push(i);
+                }
+            }
+        }
+    }
+    let mut placed = vec![false; n];
+    let mut out = Vec::with_capacity(order.len());
+    let ready = |i: usize, placed: &[bool]| f.body[i].operands.iter().all(|o| backward_def(o).is_some_and(|d| placed[d]));
+    let mut stack = Vec::new();
+    for &i in order.iter().filter(|&&i| !eager[i]) {
+        stack.push(i);
+        while let Some(j) = stack.pop() {
+            if placed[j] {
+                continue;
+            }
+            placed[j] = true;
+            out.push(j);
+            for &e in eager_readers[j].iter().rev() {
+                if !placed[e] && ready(e, &placed) {
+                    stack.push(e);
+                }
+            }
+        }
+    }
+    // an eager op whose operands never all became ready keeps its place at the end
+    out.extend(order.iter().copied().filter(|&i| !placed[i]));
+    out
+}
+
 /// `f` with its forward ops in wavefront order, or None when that is the
 /// given order (or would not be a valid schedule).
 ///
@@ -659,6 +727,7 @@ pub fn wavefront(f: &Func) -> Option<Func> {
     }
     let mut border = bwd.clone();
     border.sort_by_key(|&i| (blevel[i], i));
+    let border = eager_accumulations(f, &phases, &border);
     let mut g = f.clone();
     for (&pos, &src) in fwd.iter().zip(&order).chain(bwd.iter().zip(&border)) {
         g.body[pos] = f.body[src].clone();
