@@ -273,6 +273,12 @@ fn measure_device(f: &Func, cands: &mut [Candidate], align: u64) -> Result<(), D
 
 /// Runs remat on one function. Ok(None): nothing to do (mode none, no
 /// backward reads, or already rematerialized).
+///
+/// Phases: refuse a device budget below the arguments; the "no remat"
+/// candidate; aim `optimal` at a device budget; the mode's plans over the
+/// chain, the fine chain and the wavefront schedule; re-aim `optimal` where
+/// the device budget was missed; the smallest plans when nothing fits (for
+/// the error); pick by the one selection rule ([`pick`]) and apply.
 pub fn remat_func(f: &mut Func, opts: &RematOptions) -> Result<Option<RematOutcome>, Diag> {
     if opts.mode == Mode::None {
         return Ok(None);
@@ -285,76 +291,15 @@ pub fn remat_func(f: &mut Func, opts: &RematOptions) -> Result<Option<RematOutco
         return Ok(None);
     }
     let args = crate::analysis::argument_bytes(f);
-    if let Some(d) = opts.device_budget
-        && d < args
-    {
-        return Err(Diag::error(
-            f.loc.clone(),
-            format!(
-                "option 'device_budget' of pass 'remat': {} is below the arguments of @{} alone ({})",
-                human_bytes(d),
-                f.name,
-                human_bytes(args)
-            ),
-        ));
-    }
+    check_device_floor(f, opts, args)?;
     let before = crate::analysis::peak(f, &crate::analysis::liveness(f), false);
     let limits = Limits { budget: opts.budget, device: opts.device_budget };
-    // "No remat": the function as given, or, when `ck.mirror` values must be
-    // recomputed anyway, every other needed value kept (Plan::Store).
-    let has_mirror = (0..f.values.len()).any(|v| ch.mirror[v] && ch.needed[v]);
-    let mut cands = if has_mirror {
-        vec![eval(f, &ch, &Strategy::Chain(Plan::Store), "none".into())]
-    } else {
-        vec![Candidate { em: None, peak: before, rflops: 0, label: "none".into(), device: None }]
-    };
-    let mut temp_budget = opts.budget;
-    if opts.mode == Mode::Optimal && opts.budget.is_none() {
-        let Some(d) = opts.device_budget else {
-            return Err(Diag::error(
-                f.loc.clone(),
-                format!("remat{{mode=optimal}} needs budget=BYTES or device_budget=BYTES (e.g. budget=48MiB) for @{}", f.name),
-            ));
-        };
-        // What the device holds beyond the temp peak (arguments, results,
-        // alignment) is about the same for every plan: aim the DP at the rest.
-        measure_device(f, &mut cands, opts.align)?;
-        let overhead = cands[0].device.unwrap_or(0).saturating_sub(before);
-        temp_budget = Some(d.saturating_sub(overhead).max(1));
-    }
-    mode_candidates(f, &ch, opts, temp_budget, &mut cands);
-    // the same plans over a chain cut at every free position, when that
-    // gives more stages (long skips: every position crosses many values)
-    let fine = chain::build_chain_with(f, chain::CutRule::AllFree);
-    if fine.len() > ch.len() {
-        labelled_candidates(f, &fine, opts, temp_budget, "fine", &mut cands);
-    }
-    // the same plans over the forward in wavefront order, when it differs
-    if let Some(g) = chain::wavefront(f) {
-        let wch = build_chain(&g);
-        if wch.has_backward && !wch.is_empty() {
-            labelled_candidates(&g, &wch, opts, temp_budget, "wavefront", &mut cands);
-        }
-    }
+    let mut cands = vec![no_remat(f, &ch, before)];
+    let temp_budget = aim_temp_budget(f, opts, before, &mut cands)?;
+    all_candidates(f, &ch, opts, temp_budget, &mut cands);
     if opts.device_budget.is_some() {
         measure_device(f, &mut cands, opts.align)?;
-        // optimal: where the estimate missed, aim lower by what was missed
-        let mut tries = 0;
-        while opts.mode == Mode::Optimal && opts.budget.is_none() && tries < 3 && !cands.iter().any(|c| limits.fits(c)) {
-            let d = opts.device_budget.unwrap_or(0);
-            let excess = cands.iter().filter_map(|c| c.device).min().unwrap_or(d).saturating_sub(d);
-            let tb = temp_budget.unwrap_or(0).saturating_sub(excess.max(1)).max(1);
-            temp_budget = Some(tb);
-            let n = cands.len();
-            optimal_candidates(f, &ch, tb, &mut |c, p, label| {
-                let c = eval(f, c, &Strategy::Chain(p), label);
-                let peak = c.peak;
-                cands.push(c);
-                peak
-            });
-            measure_device(f, &mut cands[n..], opts.align)?;
-            tries += 1;
-        }
+        reaim_optimal(f, &ch, opts, &limits, temp_budget, &mut cands)?;
     }
     if limits.any() && !cands.iter().any(|c| limits.fits(c)) {
         smallest_candidates(f, &ch, &mut cands);
@@ -366,9 +311,103 @@ pub fn remat_func(f: &mut Func, opts: &RematOptions) -> Result<Option<RematOutco
     let Some(best) = pick(&cands, &limits) else {
         return Err(infeasible(f, opts, &cands, args));
     };
-    let c = cands.swap_remove(best);
+    Ok(Some(adopt(f, cands.swap_remove(best), ch.len(), before, tried)))
+}
+
+/// A device budget below the arguments alone is an option error.
+fn check_device_floor(f: &Func, opts: &RematOptions, args: u64) -> Result<(), Diag> {
+    match opts.device_budget {
+        Some(d) if d < args => Err(Diag::error(
+            f.loc.clone(),
+            format!(
+                "option 'device_budget' of pass 'remat': {} is below the arguments of @{} alone ({})",
+                human_bytes(d),
+                f.name,
+                human_bytes(args)
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// "No remat": the function as given, or, when `ck.mirror` values must be
+/// recomputed anyway, every other needed value kept (Plan::Store).
+fn no_remat(f: &Func, ch: &Chain, before: u64) -> Candidate {
+    let has_mirror = (0..f.values.len()).any(|v| ch.mirror[v] && ch.needed[v]);
+    if has_mirror {
+        eval(f, ch, &Strategy::Chain(Plan::Store), "none".into())
+    } else {
+        Candidate { em: None, peak: before, rflops: 0, label: "none".into(), device: None }
+    }
+}
+
+/// The temp-peak budget the plans aim at: `budget=`, or for `optimal` with
+/// only `device_budget=`, the device budget less what the device holds
+/// beyond the temp peak (arguments, results, alignment), which is about
+/// the same for every plan.
+fn aim_temp_budget(f: &Func, opts: &RematOptions, before: u64, cands: &mut [Candidate]) -> Result<Option<u64>, Diag> {
+    if opts.mode != Mode::Optimal || opts.budget.is_some() {
+        return Ok(opts.budget);
+    }
+    let Some(d) = opts.device_budget else {
+        return Err(Diag::error(
+            f.loc.clone(),
+            format!("remat{{mode=optimal}} needs budget=BYTES or device_budget=BYTES (e.g. budget=48MiB) for @{}", f.name),
+        ));
+    };
+    measure_device(f, cands, opts.align)?;
+    let overhead = cands[0].device.unwrap_or(0).saturating_sub(before);
+    Ok(Some(d.saturating_sub(overhead).max(1)))
+}
+
+/// The mode's plans over the chain of narrow cuts, over the chain cut at
+/// every free position when that gives more stages (long skips: every
+/// position crosses many values), and over the forward in wavefront order
+/// when that differs from the given one.
+fn all_candidates(f: &Func, ch: &Chain, opts: &RematOptions, temp_budget: Option<u64>, cands: &mut Vec<Candidate>) {
+    mode_candidates(f, ch, opts, temp_budget, cands);
+    let fine = chain::build_chain_with(f, chain::CutRule::AllFree);
+    if fine.len() > ch.len() {
+        labelled_candidates(f, &fine, opts, temp_budget, "fine", cands);
+    }
+    if let Some(g) = chain::wavefront(f) {
+        let wch = build_chain(&g);
+        if wch.has_backward && !wch.is_empty() {
+            labelled_candidates(&g, &wch, opts, temp_budget, "wavefront", cands);
+        }
+    }
+}
+
+/// `optimal` with only a device budget: where no plan fit, aim the DP lower
+/// by what the nearest plan missed, up to three times.
+fn reaim_optimal(f: &Func, ch: &Chain, opts: &RematOptions, limits: &Limits, mut temp_budget: Option<u64>, cands: &mut Vec<Candidate>) -> Result<(), Diag> {
+    if opts.mode != Mode::Optimal || opts.budget.is_some() {
+        return Ok(());
+    }
+    let d = opts.device_budget.unwrap_or(0);
+    for _ in 0..3 {
+        if cands.iter().any(|c| limits.fits(c)) {
+            break;
+        }
+        let excess = cands.iter().filter_map(|c| c.device).min().unwrap_or(d).saturating_sub(d);
+        let tb = temp_budget.unwrap_or(0).saturating_sub(excess.max(1)).max(1);
+        temp_budget = Some(tb);
+        let n = cands.len();
+        optimal_candidates(f, ch, tb, &mut |c, p, label| {
+            let c = eval(f, c, &Strategy::Chain(p), label);
+            let peak = c.peak;
+            cands.push(c);
+            peak
+        });
+        measure_device(f, &mut cands[n..], opts.align)?;
+    }
+    Ok(())
+}
+
+/// Applies the chosen candidate to `f` and reports it.
+fn adopt(f: &mut Func, c: Candidate, stages: usize, before: u64, tried: usize) -> RematOutcome {
     let mut out = RematOutcome {
-        stages: ch.len(),
+        stages,
         temp_peak_before: before,
         temp_peak_after: c.peak,
         plans_tried: tried,
@@ -384,7 +423,7 @@ pub fn remat_func(f: &mut Func, opts: &RematOptions) -> Result<Option<RematOutco
         out.inplace_added = em.inplace_added;
         *f = em.func;
     }
-    Ok(Some(out))
+    out
 }
 
 /// The error when no plan meets the limits: names the smallest feasible
@@ -392,7 +431,7 @@ pub fn remat_func(f: &mut Func, opts: &RematOptions) -> Result<Option<RematOutco
 fn infeasible(f: &Func, opts: &RematOptions, cands: &[Candidate], args: u64) -> Diag {
     let mode = opts.mode.name();
     let fits_budget = |c: &&Candidate| opts.budget.is_none_or(|b| c.peak <= b);
-    let msg = if let (Some(d), true) = (opts.device_budget, cands.iter().any(|c| opts.budget.is_none_or(|b| c.peak <= b))) {
+    let msg = if let (Some(d), true) = (opts.device_budget, cands.iter().any(|c| fits_budget(&c))) {
         let smallest = cands.iter().filter(fits_budget).filter_map(|c| c.device).min().unwrap_or(0);
         format!(
             "remat{{mode={mode}}}: device budget {} is infeasible for @{}: the smallest feasible total found is {} (arguments {} + arena {})",
