@@ -34,7 +34,7 @@ fn elementwise_ops_of_both_emitters_match_the_interpreter_bit_for_bit() {
         if !(op.kind.is_elementwise() || op.kind == OpKind::Fill) {
             continue;
         }
-        let (k, _, _) = extract(&f, 0..=0, &vec![false; f.values.len()]).unwrap();
+        let (k, _, _) = extract(&f, 0..=0, &vec![false; f.values.len()]).unwrap_or_else(|e| panic!("@{}: {e}", f.name));
         assert!(matches!(k.kind, KernelKind::Loop { .. }), "@{}: {:?}", f.name, k.kind);
         let n = k.func.result_types[0].elems();
         let mut single = k.clone();
@@ -56,15 +56,14 @@ fn elementwise_ops_of_both_emitters_match_the_interpreter_bit_for_bit() {
             }
         }
         let module = ckopt_ir::Module { funcs: vec![f.clone()] };
-        let want = ckopt_interp::run_func(&module, &f.name, &inputs).unwrap();
+        let want = ckopt_interp::run_func(&module, &f.name, &inputs).unwrap_or_else(|e| panic!("@{}: {e}", f.name));
         for (kernel, (split, emitter)) in splits.iter().zip(["vemit", "emit::element"]).enumerate() {
             let mut bufs: Vec<Vec<f32>> = inputs.iter().map(|t| t.data.clone()).collect();
             bufs.push(vec![f32::NAN; n as usize]);
             let ptrs: Vec<*mut f32> = bufs.iter_mut().map(|b| b.as_mut_ptr()).collect();
             // SAFETY: the buffers have the sizes of the kernel's inputs and output.
-            unsafe { ks.call(kernel, &ptrs, 0, *split as i64) }.unwrap();
-            let got = bufs.last().unwrap();
-            for (i, (g, w)) in got.iter().zip(&want[0].data).enumerate() {
+            unsafe { ks.call(kernel, &ptrs, 0, *split as i64) }.unwrap_or_else(|e| panic!("@{}: {e}", f.name));
+            for (i, (g, w)) in bufs[inputs.len()].iter().zip(&want[0].data).enumerate() {
                 let same = g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan());
                 assert!(same, "@{} by {emitter}: element {i} of x = {:?}: got {g:e}, interp {w:e}", f.name, inputs.first().map(|x| x.data[i]));
             }
