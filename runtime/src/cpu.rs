@@ -249,12 +249,12 @@ impl CpuExecutor {
                 }
             });
             return match errs.into_inner().unwrap_or_default().into_iter().next() {
-                Some(e) => Err(RuntimeError::Other(e.to_string())),
+                Some(e) => Err(RuntimeError::Lower(e)),
                 None => Ok(()),
             };
         }
         // SAFETY: pointers into live buffers of the sizes the kernel expects.
-        unsafe { kernels.call(k, &ptrs, 0, split as i64) }.map_err(|e| RuntimeError::Other(e.to_string()))
+        Ok(unsafe { kernels.call(k, &ptrs, 0, split as i64) }?)
     }
 
     /// Reads result `j` after a step.
