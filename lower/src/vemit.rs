@@ -17,8 +17,8 @@
 //! libm for exp/log/tanh, an exact division for rsqrt and sigmoid,
 //! SplitMix64 for dropout (`ckopt_ir::random`), so elementwise results are
 //! bit-identical to the interpreter and do not depend on the lane count or
-//! on which kernel an op was fused into. Values are memoized per (value, index) so a value read
-//! twice at one index is computed once.
+//! on which kernel an op was fused into. Values are memoized per (value,
+//! index) so a value read twice at one index is computed once.
 
 use crate::emit::Em;
 use crate::emit::elementwise::{self, Lanes};
