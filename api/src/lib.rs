@@ -59,8 +59,8 @@ impl From<Diag> for Error {
     }
 }
 
-fn msg(m: impl Into<String>) -> Error {
-    Diag::error(Loc::unknown(), m).into()
+fn msg(m: impl std::fmt::Display) -> Error {
+    Diag::error(Loc::unknown(), m.to_string()).into()
 }
 
 /// Imports an ONNX model: a module with one function (graph inputs, loss

@@ -113,7 +113,7 @@ pub fn eval_kind(kind: OpKind, attrs: &Attrs, inputs: &[&Tensor], result: &Tenso
         Concat => concat(inputs, int_attr(attrs, "dim") as usize, &out_shape),
         Matmul => matmul(inputs[0], inputs[1], attr_bool(attrs, "transpose_a"), attr_bool(attrs, "transpose_b"), &out_shape),
         Conv2d | Conv2dGradInput | Conv2dGradFilter => {
-            let (s, p) = conv_params(attrs).map_err(Diag::unlocated)?;
+            let (s, p) = conv_params(attrs)?;
             let g = ConvGeom::new(s, p);
             match kind {
                 Conv2d => conv2d(inputs[0], inputs[1], g, &out_shape),
@@ -122,7 +122,7 @@ pub fn eval_kind(kind: OpKind, attrs: &Attrs, inputs: &[&Tensor], result: &Tenso
             }
         }
         MaxPool2d | AvgPool2d | MaxPool2dGrad | AvgPool2dGrad => {
-            let (w, s) = pool_params(attrs).map_err(Diag::unlocated)?;
+            let (w, s) = pool_params(attrs)?;
             let g = PoolGeom { kh: w[0] as usize, kw: w[1] as usize, sh: s[0] as usize, sw: s[1] as usize };
             match kind {
                 MaxPool2d => max_pool2d(x(), g, &out_shape),

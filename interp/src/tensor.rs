@@ -52,13 +52,22 @@ pub fn for_each_index(shape: &[usize], mut f: impl FnMut(usize, &[usize])) {
     }
 }
 
+/// Why `Tensor::new` rejects a shape and its data.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ShapeError {
+    #[error("shape {shape:?} has {elements} elements but {values} values were given")]
+    Mismatch { shape: Vec<usize>, elements: usize, values: usize },
+    #[error("shape {0:?} has too many elements")]
+    TooLarge(Vec<usize>),
+}
+
 impl Tensor {
     /// A tensor from a shape and row-major data; errors when the lengths disagree.
-    pub fn new(shape: Vec<usize>, data: Vec<f32>) -> Result<Tensor, String> {
+    pub fn new(shape: Vec<usize>, data: Vec<f32>) -> Result<Tensor, ShapeError> {
         match num_elements(&shape) {
             Some(n) if n == data.len() => Ok(Tensor { shape, data }),
-            Some(n) => Err(format!("shape {shape:?} has {n} elements but {} values were given", data.len())),
-            None => Err(format!("shape {shape:?} has too many elements")),
+            Some(n) => Err(ShapeError::Mismatch { shape, elements: n, values: data.len() }),
+            None => Err(ShapeError::TooLarge(shape)),
         }
     }
     /// All zeros. The caller guarantees the size is reasonable (see `zeros_of`).

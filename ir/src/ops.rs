@@ -274,24 +274,39 @@ pub struct Window2d {
     pub pw: u64,
 }
 
-fn pair(attrs: &Attrs, name: &str, default: [i64; 2], min: i64) -> Result<[u64; 2], String> {
+/// A bad window attribute of a conv or pool op (`stride`, `padding`, `window`).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum WindowAttrError {
+    #[error("attribute '{name}' must have 2 elements, got {len}")]
+    Length { name: String, len: usize },
+    #[error("attribute '{name}' elements must be >= {min}, got {values:?}")]
+    TooSmall { name: String, min: i64, values: Vec<i64> },
+}
+
+impl From<WindowAttrError> for Diag {
+    fn from(e: WindowAttrError) -> Diag {
+        Diag::unlocated(e.to_string())
+    }
+}
+
+fn pair(attrs: &Attrs, name: &str, default: [i64; 2], min: i64) -> Result<[u64; 2], WindowAttrError> {
     let v = attr_ints(attrs, name, &default);
     if v.len() != 2 {
-        return Err(format!("attribute '{name}' must have 2 elements, got {}", v.len()));
+        return Err(WindowAttrError::Length { name: name.to_string(), len: v.len() });
     }
     if v.iter().any(|&x| x < min) {
-        return Err(format!("attribute '{name}' elements must be >= {min}, got {v:?}"));
+        return Err(WindowAttrError::TooSmall { name: name.to_string(), min, values: v });
     }
     Ok([v[0] as u64, v[1] as u64])
 }
 
 /// Stride and padding of a conv op (defaults [1, 1] and [0, 0]).
-pub fn conv_params(attrs: &Attrs) -> Result<([u64; 2], [u64; 2]), String> {
+pub fn conv_params(attrs: &Attrs) -> Result<([u64; 2], [u64; 2]), WindowAttrError> {
     Ok((pair(attrs, "stride", [1, 1], 1)?, pair(attrs, "padding", [0, 0], 0)?))
 }
 
 /// Window and stride of a pool op (stride defaults to the window).
-pub fn pool_params(attrs: &Attrs) -> Result<([u64; 2], [u64; 2]), String> {
+pub fn pool_params(attrs: &Attrs) -> Result<([u64; 2], [u64; 2]), WindowAttrError> {
     let w = pair(attrs, "window", [1, 1], 1)?;
     let s = pair(attrs, "stride", [w[0] as i64, w[1] as i64], 1)?;
     Ok((w, s))
@@ -316,7 +331,7 @@ fn shape_of_conv(x: &TensorType, w: &TensorType, attrs: &Attrs) -> Result<Vec<u6
             x.shape[1], w.shape[1]
         )));
     }
-    let (s, p) = conv_params(attrs).map_err(Diag::unlocated)?;
+    let (s, p) = conv_params(attrs)?;
     let oh = window_out(x.shape[2], w.shape[2], s[0], p[0]);
     let ow = window_out(x.shape[3], w.shape[3], s[1], p[1]);
     match (oh, ow) {
@@ -329,7 +344,7 @@ fn shape_of_pool(x: &TensorType, attrs: &Attrs) -> Result<Vec<u64>, Diag> {
     if x.rank() != 4 {
         return Err(Diag::unlocated(format!("pooling needs a rank-4 NCHW input, got {x}")));
     }
-    let (w, s) = pool_params(attrs).map_err(Diag::unlocated)?;
+    let (w, s) = pool_params(attrs)?;
     match (window_out(x.shape[2], w[0], s[0], 0), window_out(x.shape[3], w[1], s[1], 0)) {
         (Some(oh), Some(ow)) => Ok(vec![x.shape[0], x.shape[1], oh, ow]),
         _ => Err(Diag::unlocated(format!("pool window {w:?} does not fit input {x}"))),

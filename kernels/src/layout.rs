@@ -17,7 +17,7 @@
 
 use ckopt_ir::fusion::{analyze, buffer_roots};
 use ckopt_ir::ops::{ATTR_ARENA_BYTES, ATTR_OFFSET};
-use ckopt_ir::{DType, Diag, Func, OpKind, TensorType, ValueId};
+use ckopt_ir::{DType, Diag, Func, Loc, OpKind, TensorType, ValueId};
 
 /// The buffer a value lives in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -68,11 +68,12 @@ fn unplanned(f: &Func, what: &str) -> String {
     )
 }
 
-fn check_f32(ty: &TensorType, what: impl FnOnce() -> String) -> Result<(), String> {
+/// Errors at `loc` unless `ty` is f32 (`what` names the value).
+fn check_f32(ty: &TensorType, loc: &Loc, what: impl FnOnce() -> String) -> Result<(), Diag> {
     if ty.dtype == DType::F32 {
         Ok(())
     } else {
-        Err(format!("{}: element type {} is not supported by the lowering (f32 only)", what(), ty.dtype.name()))
+        Err(Diag::error(loc.clone(), format!("{}: element type {} is not supported by the lowering (f32 only)", what(), ty.dtype.name())))
     }
 }
 
@@ -98,11 +99,11 @@ pub fn layout(f: &Func) -> Result<Layout, Diag> {
     for op in &f.body {
         let opname = op.kind.full_name();
         for &o in &op.operands {
-            check_f32(f.ty(o), || format!("'{opname}' op operand %{}", f.name_of(o))).map_err(|m| Diag::error(op.loc.clone(), m))?;
+            check_f32(f.ty(o), &op.loc, || format!("'{opname}' op operand %{}", f.name_of(o)))?;
         }
         let Some(r) = op.result else { continue };
         let ty = f.ty(r);
-        check_f32(ty, || format!("'{opname}' op result")).map_err(|m| Diag::error(op.loc.clone(), m))?;
+        check_f32(ty, &op.loc, || format!("'{opname}' op result"))?;
         if !fusion.materialized(r) {
             continue;
         }
@@ -134,8 +135,7 @@ pub fn layout(f: &Func) -> Result<Layout, Diag> {
     let mut inputs = Vec::with_capacity(f.params.len());
     for (i, p) in f.params.iter().enumerate() {
         let ty = f.ty(p.value);
-        check_f32(ty, || format!("argument {i} (%{}) of @{}", f.name_of(p.value), f.name))
-            .map_err(|m| Diag::error(f.loc.clone(), m))?;
+        check_f32(ty, &f.loc, || format!("argument {i} (%{}) of @{}", f.name_of(p.value), f.name))?;
         inputs.push(ty.clone());
         place[p.value.index()] = Some(Place { buf: Buf::Input(i), offset: 0 });
     }

@@ -232,7 +232,7 @@ fn gemm_of(f: &Func, l: &Layout, op: &Op) -> Result<Gemm, Diag> {
 /// The library convolution of a conv op.
 fn conv_of(f: &Func, l: &Layout, op: &Op) -> Result<Conv, Diag> {
     let res = op.result.ok_or_else(|| Diag::error(op.loc.clone(), "conv without result"))?;
-    let (s, p) = conv_params(&op.attrs).map_err(|m| Diag::error(op.loc.clone(), m))?;
+    let (s, p) = conv_params(&op.attrs).map_err(|e| Diag::error(op.loc.clone(), e.to_string()))?;
     let (kind, x, w, y) = match op.kind {
         OpKind::Conv2d => (ConvKind::Forward, op.operands[0], op.operands[1], res),
         OpKind::Conv2dGradInput => (ConvKind::GradInput, res, op.operands[1], op.operands[0]),

@@ -31,6 +31,7 @@
 //! reduction (remat) gives the same bits as the original.
 
 use crate::emit::{self, Em, Mem};
+use crate::error::LowerError;
 use crate::mlir::{Mlir, to_llvm_ir};
 use crate::vemit::{Comp, VEm};
 use ckopt_ir::ops::attr_ints;
@@ -547,7 +548,7 @@ pub fn kernels_mlir(cache: &KernelCache, w: usize) -> Result<String, Diag> {
 pub fn kernels_llvm_ir(cache: &KernelCache, w: usize) -> Result<String, Diag> {
     let text = kernels_mlir(cache, w)?;
     let ml = Mlir::new();
-    let bad = |e: String| Diag::error(Loc::unknown(), format!("lowering the kernels for the cpu backend failed: {e}"));
+    let bad = |e: LowerError| Diag::error(Loc::unknown(), format!("lowering the kernels for the cpu backend failed: {e}"));
     let mut module = ml.parse(&text).map_err(bad)?;
     ml.run(&mut module, CPU_PIPELINE).map_err(bad)?;
     to_llvm_ir(&ml, &module).map_err(bad)
@@ -575,9 +576,10 @@ pub fn compile_kernels(cache: &KernelCache, opt: usize) -> Result<CpuKernels, Di
     let text = kernels_mlir(cache, w)?;
     let m = Mlir::new();
     let bad = |e: String| Diag::error(Loc::unknown(), format!("compiling the kernels for the cpu backend failed: {e}"));
+    let bad_mlir = |e: LowerError| bad(e.to_string());
     let engine = {
-        let mut module = m.parse(&text).map_err(bad)?;
-        m.run(&mut module, CPU_PIPELINE).map_err(bad)?;
+        let mut module = m.parse(&text).map_err(bad_mlir)?;
+        m.run(&mut module, CPU_PIPELINE).map_err(bad_mlir)?;
         ExecutionEngine::new(&module, opt.min(3), &[], false, false)
     };
     let mut ptrs = Vec::with_capacity(cache.len());
@@ -612,10 +614,10 @@ impl CpuKernels {
     /// `ptrs` must point to buffers of the sizes the kernel was compiled
     /// for (its inputs, outputs, workspace), valid for the call; ranges
     /// given to concurrent calls must not overlap.
-    pub unsafe fn call(&self, k: usize, ptrs: &[*mut f32], lo: i64, hi: i64) -> Result<(), String> {
-        let Some(&(f, n)) = self.ptrs.get(k) else { return Err(format!("no kernel {k}")) };
+    pub unsafe fn call(&self, k: usize, ptrs: &[*mut f32], lo: i64, hi: i64) -> Result<(), LowerError> {
+        let Some(&(f, n)) = self.ptrs.get(k) else { return Err(LowerError::NoKernel(k)) };
         if ptrs.len() != n {
-            return Err(format!("kernel {k} takes {n} pointers, {} given", ptrs.len()));
+            return Err(LowerError::Arity { kernel: k, takes: n, given: ptrs.len() });
         }
         let _ = &self.engine;
         // SAFETY: `f` is the JIT's function for kernel k, whose C signature
@@ -654,7 +656,7 @@ impl CpuKernels {
                 30 => call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29),
                 31 => call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30),
                 32 => call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31),
-                _ => return Err(format!("kernel {k} takes {n} pointers; at most {MAX_KERNEL_PTRS} are supported")),
+                _ => return Err(LowerError::TooManyPointers { kernel: k, takes: n, max: MAX_KERNEL_PTRS }),
             }
         }
         Ok(())

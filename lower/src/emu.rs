@@ -16,6 +16,7 @@
 //! Pointers are host addresses (the emulated device memory is host memory).
 
 use crate::cpu::CPU_PIPELINE;
+use crate::error::LowerError;
 use crate::mlir::Mlir;
 use melior::ExecutionEngine;
 use std::cell::RefCell;
@@ -63,7 +64,7 @@ unsafe impl Send for EmuModule {}
 unsafe impl Sync for EmuModule {}
 
 /// Rewrites the gpu-dialect module into host functions (see the module doc).
-fn host_text(gpu: &str) -> Result<(String, HashMap<String, Entry>), String> {
+fn host_text(gpu: &str) -> Result<(String, HashMap<String, Entry>), LowerError> {
     let mut out = String::from("module {\n  func.func private @ckemu_barrier()\n");
     let mut entries = HashMap::new();
     let mut cur: Option<String> = None;
@@ -74,14 +75,14 @@ fn host_text(gpu: &str) -> Result<(String, HashMap<String, Entry>), String> {
         }
         if let Some(rest) = t.strip_prefix("gpu.func @") {
             let name = rest.split('(').next().unwrap_or_default().to_string();
-            let open = rest.find('(').ok_or("gpu.func without parameters")?;
-            let close = rest.find(')').ok_or("gpu.func without parameters")?;
+            let open = rest.find('(').ok_or(LowerError::NoParameters)?;
+            let close = rest.find(')').ok_or(LowerError::NoParameters)?;
             let params = &rest[open + 1..close];
             let mut shared = Vec::new();
             let mut extra = Vec::new();
             if let Some(w) = rest.find(" workgroup(") {
                 let body = &rest[w + " workgroup(".len()..];
-                let end = body.find(") kernel").ok_or("unterminated workgroup clause")?;
+                let end = body.find(") kernel").ok_or(LowerError::UnterminatedWorkgroup)?;
                 for part in body[..end].split("%").skip(1) {
                     let nm = part.split_whitespace().next().unwrap_or_default();
                     let n: u64 = part
@@ -89,7 +90,7 @@ fn host_text(gpu: &str) -> Result<(String, HashMap<String, Entry>), String> {
                         .nth(1)
                         .and_then(|x| x.split('x').next())
                         .and_then(|x| x.parse().ok())
-                        .ok_or_else(|| format!("bad workgroup buffer in @{name}"))?;
+                        .ok_or_else(|| LowerError::WorkgroupBuffer(name.clone()))?;
                     shared.push(n);
                     extra.push(format!("%{nm}: memref<{n}xf32>"));
                 }
@@ -120,19 +121,20 @@ fn host_text(gpu: &str) -> Result<(String, HashMap<String, Entry>), String> {
     let trimmed = out.trim_end();
     let out = match trimmed.strip_suffix('}') {
         Some(s) => format!("{s}\n"),
-        None => return Err("unexpected end of the gpu module".into()),
+        None => return Err(LowerError::UnexpectedEnd),
     };
     Ok((out, entries))
 }
 
 impl EmuModule {
     /// Compiles the gpu-dialect module for the host.
-    pub fn compile(gpu_mlir: &str) -> Result<EmuModule, String> {
+    pub fn compile(gpu_mlir: &str) -> Result<EmuModule, LowerError> {
         let (text, entries) = host_text(gpu_mlir)?;
         let m = Mlir::new();
         let engine = {
-            let mut module = m.parse(&text).map_err(|e| format!("emulation: {e}"))?;
-            m.run(&mut module, CPU_PIPELINE).map_err(|e| format!("emulation: {e}"))?;
+            let emulation = |e: LowerError| LowerError::Emulation(Box::new(e));
+            let mut module = m.parse(&text).map_err(emulation)?;
+            m.run(&mut module, CPU_PIPELINE).map_err(emulation)?;
             ExecutionEngine::new(&module, 1, &[], false, false)
         };
         // SAFETY: registers a plain extern "C" function for the JIT's calls.
@@ -142,7 +144,7 @@ impl EmuModule {
             // The ExecutionEngine wraps every function as `_mlir_NAME(void **args)`.
             let p = engine.lookup(&format!("_mlir_{name}"));
             if p.is_null() {
-                return Err(format!("emulation: the JIT has no function {name}"));
+                return Err(LowerError::EmulationNoFunction(name.clone()));
             }
             e.packed = p as usize;
         }
@@ -160,13 +162,13 @@ impl EmuModule {
     /// # Safety
     /// Pointer arguments must point to host buffers as large as the kernel
     /// reads and writes.
-    pub unsafe fn launch(&self, entry: &str, grid: u32, block: u32, args: &[EmuArg]) -> Result<(), String> {
-        let e = self.entries.get(entry).ok_or_else(|| format!("emulation: no kernel {entry}"))?;
+    pub unsafe fn launch(&self, entry: &str, grid: u32, block: u32, args: &[EmuArg]) -> Result<(), LowerError> {
+        let e = self.entries.get(entry).ok_or_else(|| LowerError::EmulationNoKernel(entry.to_string()))?;
         let mut shared: Vec<Vec<f32>> = e.shared.iter().map(|&n| vec![0.0f32; n as usize]).collect();
         let shared_ptrs: Vec<u64> = shared.iter_mut().map(|v| v.as_mut_ptr() as u64).collect();
         let packed = e.packed;
         // One thread's call; values are copied into the packed argument array.
-        let call = |bid: u64, tid: u64| -> Result<(), String> {
+        let call = |bid: u64, tid: u64| -> Result<(), LowerError> {
             #[derive(Clone, Copy)]
             #[repr(C)]
             union Slot {
@@ -203,7 +205,7 @@ impl EmuModule {
             return Ok(());
         }
         let barrier = Arc::new(Barrier::new(block as usize));
-        let errs: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+        let errs: std::sync::Mutex<Vec<LowerError>> = std::sync::Mutex::new(Vec::new());
         std::thread::scope(|s| {
             for t in 0..block as u64 {
                 let barrier = barrier.clone();

@@ -17,6 +17,7 @@
 //! without libdevice, an MLIR failure (with MLIR's diagnostics).
 
 use crate::cuda::{kernel_code, library_text};
+use crate::error::LowerError;
 use crate::mlir::Mlir;
 use ckopt_ir::{Diag, Func, Module, OpKind};
 use ckopt_kernels::{Bundle, CudaKernel, KernelCache, Step, StepProgram, build_program};
@@ -128,7 +129,7 @@ pub fn compile_bundle(funcs: &[&Func], opts: &CudaOptions) -> Result<Bundle, Dia
         ));
     }
     let names: Vec<&str> = funcs.iter().map(|f| f.name.as_str()).collect();
-    let internal = |m: String| Diag::error(first.loc.clone(), format!("lowering @{} to PTX failed: {m}", names.join(", @")));
+    let internal = |m: LowerError| Diag::error(first.loc.clone(), format!("lowering @{} to PTX failed: {m}", names.join(", @")));
     let ptx = if kernels.is_empty() && !text.contains("gpu.func") {
         format!(".version 8.0\n.target sm_{}\n.address_size 64\n", opts.sm)
     } else {
@@ -138,7 +139,7 @@ pub fn compile_bundle(funcs: &[&Func], opts: &CudaOptions) -> Result<Bundle, Dia
         extract_ptx(&module).map_err(internal)?
     };
     if ptx.contains(".extern .func __nv_") {
-        return Err(internal("the PTX still calls libdevice functions (libdevice was not linked)".into()));
+        return Err(internal(LowerError::Ptx("the PTX still calls libdevice functions (libdevice was not linked)".into())));
     }
     Ok(Bundle {
         sm: opts.sm,
@@ -192,19 +193,19 @@ pub fn bundle_ptx_text(b: &Bundle) -> String {
     s
 }
 
-fn extract_ptx(module: &melior::ir::Module) -> Result<String, String> {
+fn extract_ptx(module: &melior::ir::Module) -> Result<String, LowerError> {
     let mut cur = module.body().first_operation();
     while let Some(op) = cur {
         if op.name().as_string_ref().as_str().ok() == Some("gpu.binary") {
-            let objs = op.attribute("objects").map_err(|e| format!("gpu.binary without objects: {e}"))?;
-            let objs = ArrayAttribute::try_from(objs).map_err(|e| format!("gpu.binary objects: {e}"))?;
-            let obj: Attribute = objs.element(0).map_err(|e| format!("gpu.binary has no object: {e}"))?;
+            let objs = op.attribute("objects").map_err(|e| LowerError::Ptx(format!("gpu.binary without objects: {e}")))?;
+            let objs = ArrayAttribute::try_from(objs).map_err(|e| LowerError::Ptx(format!("gpu.binary objects: {e}")))?;
+            let obj: Attribute = objs.element(0).map_err(|e| LowerError::Ptx(format!("gpu.binary has no object: {e}")))?;
             // SAFETY: the attribute is checked to be a GPU object attribute
             // before its string is read; the string is copied while the
             // module (which owns it) is alive.
             let ptx = unsafe {
                 if !mlir_sys::mlirAttributeIsAGPUObjectAttr(obj.to_raw()) {
-                    return Err("gpu.binary object is not a #gpu.object".into());
+                    return Err(LowerError::Ptx("gpu.binary object is not a #gpu.object".into()));
                 }
                 let s = mlir_sys::mlirGPUObjectAttrGetObject(obj.to_raw());
                 String::from_utf8_lossy(std::slice::from_raw_parts(s.data as *const u8, s.length)).into_owned()
@@ -213,7 +214,7 @@ fn extract_ptx(module: &melior::ir::Module) -> Result<String, String> {
         }
         cur = op.next_in_block();
     }
-    Err("no gpu.binary in the lowered module".into())
+    Err(LowerError::Ptx("no gpu.binary in the lowered module".into()))
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@
 pub mod cpu;
 pub mod cuda;
 pub mod emu;
+pub mod error;
 pub mod emit;
 pub mod gpu;
 pub mod mlir;
@@ -29,6 +30,7 @@ pub mod vemit;
 #[cfg(test)]
 mod tests;
 
+pub use error::LowerError;
 pub use cpu::{CpuKernels, compile_kernels, cpu_module_llvm_ir, cpu_module_mlir, kernels_llvm_ir, kernels_mlir, lanes, module_programs};
 pub use gpu::{CudaOptions, PtxOptions, bundle_ptx_text, compile_bundle, compile_module_bundle, cuda_kernels_mlir, cuda_module_mlir, programs_of};
 pub use ckopt_kernels::{Buf, Layout, Place, is_planned, layout};

@@ -13,6 +13,7 @@ use melior::{
     pass::PassManager,
     utility::{parse_pass_pipeline, register_all_dialects, register_all_llvm_translations, register_all_passes},
 };
+use crate::error::LowerError;
 use std::sync::{Arc, Mutex, Once};
 
 /// A context plus the diagnostics it has produced since the last `take_diags`.
@@ -51,24 +52,24 @@ impl Mlir {
     }
 
     /// Parses MLIR text; the error carries MLIR's diagnostics.
-    pub fn parse<'c>(&'c self, text: &str) -> Result<Module<'c>, String> {
+    pub fn parse<'c>(&'c self, text: &str) -> Result<Module<'c>, LowerError> {
         match Module::parse(&self.ctx, text) {
             Some(m) => Ok(m),
-            None => Err(format!("MLIR could not parse the lowered module: {}", self.take_diags())),
+            None => Err(LowerError::Parse { diags: self.take_diags() }),
         }
     }
 
     /// Runs a textual pass pipeline (`builtin.module(...)`) on `module`.
-    pub fn run(&self, module: &mut Module, pipeline: &str) -> Result<(), String> {
+    pub fn run(&self, module: &mut Module, pipeline: &str) -> Result<(), LowerError> {
         let pm = PassManager::new(&self.ctx);
         // The module is verified once at the end instead of after every
         // pass (25% of the pipeline's time on large modules).
         pm.enable_verifier(false);
         parse_pass_pipeline(pm.as_operation_pass_manager(), pipeline)
-            .map_err(|e| format!("bad pass pipeline {pipeline}: {e} {}", self.take_diags()))?;
-        pm.run(module).map_err(|_| format!("MLIR pass pipeline failed: {}", self.take_diags()))?;
+            .map_err(|e| LowerError::BadPipeline { pipeline: pipeline.to_string(), error: e.to_string(), diags: self.take_diags() })?;
+        pm.run(module).map_err(|_| LowerError::PipelineFailed { diags: self.take_diags() })?;
         if !module.as_operation().verify() {
-            return Err(format!("lowered module does not verify: {}", self.take_diags()));
+            return Err(LowerError::Verify { diags: self.take_diags() });
         }
         Ok(())
     }
@@ -86,13 +87,13 @@ unsafe extern "C" {
 }
 
 /// Translates a module in the LLVM dialect to LLVM IR text.
-pub fn to_llvm_ir(m: &Mlir, module: &Module) -> Result<String, String> {
+pub fn to_llvm_ir(m: &Mlir, module: &Module) -> Result<String, LowerError> {
     // SAFETY: the module is valid for the call; the returned C string is
     // malloc'ed by the C API and freed here after copying.
     unsafe {
         let p = mlir_sys::mlirTranslateModuleToLLVMIRToString(module.as_operation().to_raw());
         if p.is_null() {
-            return Err(format!("translation to LLVM IR failed: {}", m.take_diags()));
+            return Err(LowerError::Translate { diags: m.take_diags() });
         }
         let s = std::ffi::CStr::from_ptr(p).to_string_lossy().into_owned();
         libc_free(p as *mut _);

@@ -112,6 +112,11 @@ pub fn op_cases() -> Vec<Func> {
             f.push(OpKind::Dropout, &[a[0]], attrs([("rate", Attr::F32(rate)), ("seed", Attr::Int(-12345))]), None, "y", u()).unwrap()
         });
     }
+    // With a rank-0 step key operand (a training step's `ck.step` argument):
+    // the key mixes in the step value's bits (`ckopt_ir::random::dropout_key`).
+    case("dropout_step", &[t(&[8, 16]), t(&[])], &|f, a| {
+        f.push(OpKind::Dropout, &[a[0], a[1]], attrs([("rate", Attr::F32(0.4)), ("seed", Attr::Int(77))]), None, "y", u()).unwrap()
+    });
     out
 }
 

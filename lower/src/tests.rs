@@ -19,6 +19,61 @@ fn every_op_kind_has_a_case() {
 }
 
 
+/// Elementwise ops through both emitters: the single-op kernel as the
+/// backends build it (a loop kernel: `vemit`, vectorized) and the same
+/// kernel forced per element (`emit::element`, scalar) both give the
+/// interpreter's bits (they share `emit::elementwise`; before, the per-element
+/// emitter had `math.rsqrt` and ignored dropout's step key).
+#[test]
+fn elementwise_ops_of_both_emitters_match_the_interpreter_bit_for_bit() {
+    use ckopt_kernels::kernel::extract;
+    use ckopt_kernels::{KernelCache, KernelKind};
+    let mut checked = Vec::new();
+    for f in op_cases() {
+        let op = &f.body[0];
+        if !(op.kind.is_elementwise() || op.kind == OpKind::Fill) {
+            continue;
+        }
+        let (k, _, _) = extract(&f, 0..=0, &vec![false; f.values.len()]).unwrap_or_else(|e| panic!("@{}: {e}", f.name));
+        assert!(matches!(k.kind, KernelKind::Loop { .. }), "@{}: {:?}", f.name, k.kind);
+        let n = k.func.result_types[0].elems();
+        let mut single = k.clone();
+        single.kind = KernelKind::Single;
+        single.split = n;
+        single.key.push_str("// forced per element");
+        let mut cache = KernelCache::new();
+        let splits = [k.split, n];
+        cache.intern(k);
+        cache.intern(single);
+        let ks = crate::cpu::compile_kernels(&cache, 2).unwrap_or_else(|e| panic!("@{}: {e}", f.name));
+        let mut inputs = ckopt_interp::random_inputs(&f, 11);
+        if let Some(x) = inputs.first_mut() {
+            // Special values too: zeros, negatives, tiny and huge magnitudes.
+            for (i, v) in [0.0f32, -0.0, -1.5, 1e-30, 3e30, -2.0, 0.5, 4.0].into_iter().enumerate() {
+                if i < x.data.len() {
+                    x.data[i] = v;
+                }
+            }
+        }
+        let module = ckopt_ir::Module { funcs: vec![f.clone()] };
+        let want = ckopt_interp::run_func(&module, &f.name, &inputs).unwrap_or_else(|e| panic!("@{}: {e}", f.name));
+        for (kernel, (split, emitter)) in splits.iter().zip(["vemit", "emit::element"]).enumerate() {
+            let mut bufs: Vec<Vec<f32>> = inputs.iter().map(|t| t.data.clone()).collect();
+            bufs.push(vec![f32::NAN; n as usize]);
+            let ptrs: Vec<*mut f32> = bufs.iter_mut().map(|b| b.as_mut_ptr()).collect();
+            // SAFETY: the buffers have the sizes of the kernel's inputs and output.
+            unsafe { ks.call(kernel, &ptrs, 0, *split as i64) }.unwrap_or_else(|e| panic!("@{}: {e}", f.name));
+            for (i, (g, w)) in bufs[inputs.len()].iter().zip(&want[0].data).enumerate() {
+                let same = g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan());
+                assert!(same, "@{} by {emitter}: element {i} of x = {:?}: got {g:e}, interp {w:e}", f.name, inputs.first().map(|x| x.data[i]));
+            }
+        }
+        checked.push(f.name.clone());
+    }
+    for name in ["rsqrt", "sigmoid", "dropout", "dropout_step", "fill"] {
+        assert!(checked.iter().any(|c| c == name), "{name} not checked: {checked:?}");
+    }
+}
 
 /// Runs `$CKOPT_PTXAS -arch=sm_90` on `ptx`; panics with ptxas's output
 /// when it rejects it. Returns whether ptxas ran.

@@ -11,18 +11,19 @@
 //! (`L(b, 1)`), splats of one scalar (`S`) or, otherwise, gathers. With
 //! `w == 1` everything is scalar (loop tails, epilogues).
 //!
-//! The arithmetic is the interpreter's, op for op (`ckopt_interp::eval`):
-//! the same f32 operations in the same order, libm for exp/log/tanh, an
-//! exact division for rsqrt and sigmoid, SplitMix64 for dropout
-//! (`ckopt_ir::random`), so elementwise results are bit-identical to the
-//! interpreter and do not depend on the lane count or on which kernel an op
-//! was fused into. Values are memoized per (value, index) so a value read
-//! twice at one index is computed once.
+//! The arithmetic is the interpreter's, op for op (`ckopt_interp::eval`),
+//! from the one definition shared with the per-element emitter
+//! (`crate::emit::elementwise`): the same f32 operations in the same order,
+//! libm for exp/log/tanh, an exact division for rsqrt and sigmoid,
+//! SplitMix64 for dropout (`ckopt_ir::random`), so elementwise results are
+//! bit-identical to the interpreter and do not depend on the lane count or
+//! on which kernel an op was fused into. Values are memoized per (value,
+//! index) so a value read twice at one index is computed once.
 
 use crate::emit::Em;
+use crate::emit::elementwise::{self, Lanes};
 use ckopt_ir::ops::attr_ints;
-use ckopt_ir::random::{GOLDEN, MIX_MUL, dropout_key};
-use ckopt_ir::{Attr, Diag, Func, Loc, OpKind, ValueId};
+use ckopt_ir::{Diag, Func, Loc, OpKind, ValueId};
 use std::collections::HashMap;
 
 /// One index component (see the module doc).
@@ -331,23 +332,6 @@ impl<'a> VEm<'a> {
 
     // ---- values ----
 
-    fn fbin(&mut self, op: &str, a: &str, b: &str) -> String {
-        let t = self.vt();
-        self.em.op(&format!("arith.{op} {a}, {b} : {t}"))
-    }
-    fn select(&mut self, c: &str, a: &str, b: &str) -> String {
-        let t = self.vt();
-        if self.w == 1 {
-            self.em.op(&format!("arith.select {c}, {a}, {b} : {t}"))
-        } else {
-            self.em.op(&format!("arith.select {c}, {a}, {b} : vector<{}xi1>, {t}", self.w))
-        }
-    }
-    fn cmpf(&mut self, pred: &str, a: &str, b: &str) -> String {
-        let t = self.vt();
-        self.em.op(&format!("arith.cmpf {pred}, {a}, {b} : {t}"))
-    }
-
     /// The value of `v` at `idx` (an index of `v`'s own shape).
     pub fn value(&mut self, v: ValueId, idx: &[Comp]) -> Result<String, Diag> {
         if let Some(s) = self.given.get(&v) {
@@ -370,71 +354,11 @@ impl<'a> VEm<'a> {
         }
         let op = k.body.iter().find(|o| o.result == Some(v)).ok_or_else(|| err(format!("kernel value %{} has no definition", v.0)))?;
         let shape = |x: ValueId| k.ty(x).shape.clone();
-        let f32a = |name: &str| op.attrs.get(name).and_then(Attr::as_f32).unwrap_or(0.0);
-        let x = |s: &mut Self, i: usize| s.value(op.operands[i], idx);
         Ok(match op.kind {
-            Neg => {
-                let a = x(self, 0)?;
-                let t = self.vt();
-                self.em.op(&format!("arith.negf {a} : {t}"))
+            Neg | Exp | Log | Tanh | Sqrt | Rsqrt | Erf | Sigmoid | Relu | Scale | Add | Sub | Mul | Div | Max | ReluGrad | Fill => {
+                let xs = op.operands.iter().map(|&o| self.value(o, idx)).collect::<Result<Vec<_>, _>>()?;
+                elementwise::formula(self, op, &xs)?
             }
-            Exp | Log | Tanh | Sqrt | Erf => {
-                let a = x(self, 0)?;
-                let f = match op.kind {
-                    Exp => "exp",
-                    Log => "log",
-                    Tanh => "tanh",
-                    Erf => "erf",
-                    _ => "sqrt",
-                };
-                let t = self.vt();
-                self.em.op(&format!("math.{f} {a} : {t}"))
-            }
-            Rsqrt => {
-                let a = x(self, 0)?;
-                let t = self.vt();
-                let s = self.em.op(&format!("math.sqrt {a} : {t}"));
-                let one = self.cf(1.0);
-                self.fbin("divf", &one, &s)
-            }
-            Sigmoid => {
-                let a = x(self, 0)?;
-                let t = self.vt();
-                let n = self.em.op(&format!("arith.negf {a} : {t}"));
-                let e = self.em.op(&format!("math.exp {n} : {t}"));
-                let one = self.cf(1.0);
-                let d = self.fbin("addf", &one, &e);
-                self.fbin("divf", &one, &d)
-            }
-            Relu => {
-                let a = x(self, 0)?;
-                let z = self.cf(0.0);
-                let c = self.cmpf("ogt", &a, &z);
-                self.select(&c, &a, &z)
-            }
-            Scale => {
-                let a = x(self, 0)?;
-                let c = self.cf(f32a("value"));
-                self.fbin("mulf", &c, &a)
-            }
-            Add | Sub | Mul | Div | Max => {
-                let (a, b) = (x(self, 0)?, x(self, 1)?);
-                let o = match op.kind {
-                    Add => "addf",
-                    Sub => "subf",
-                    Mul => "mulf",
-                    Div => "divf",
-                    _ => "maxnumf",
-                };
-                self.fbin(o, &a, &b)
-            }
-            ReluGrad => {
-                let (a, b) = (x(self, 0)?, x(self, 1)?);
-                let z = self.cf(0.0);
-                let c = self.cmpf("ogt", &a, &z);
-                self.select(&c, &b, &z)
-            }
-            Fill => self.cf(f32a("value")),
             Broadcast => {
                 let dims = attr_ints(&op.attrs, "dims", &[]);
                 let sub: Vec<Comp> = dims.iter().map(|&d| idx[d as usize].clone()).collect();
@@ -466,36 +390,22 @@ impl<'a> VEm<'a> {
         })
     }
 
-    /// `y = keep ? x / (1 - rate) : 0` with the SplitMix64 mask of the
-    /// operand's flat index (`ckopt_ir::random`).
+    /// Dropout (`elementwise::dropout`) at `idx`: the mask of the operand's
+    /// flat index, the key mixed with the step key operand's value if any.
     fn dropout(&mut self, op: &ckopt_ir::Op, idx: &[Comp]) -> Result<String, Diag> {
-        let rate = op.attrs.get("rate").and_then(Attr::as_f32).unwrap_or(0.0);
-        let seed = op.attrs.get("seed").and_then(Attr::as_int).unwrap_or(0);
         let xv = self.value(op.operands[0], idx)?;
         let shape = self.k.ty(op.operands[0]).shape.clone();
         let flat = self.linearize(idx, &shape);
-        // The per-op key: constant, or mixed with the step key's bits at run time.
-        let key = match op.operands.get(1) {
-            None => {
-                let k = dropout_key(seed, None);
-                self.scalar_i64(k)
-            }
-            Some(&s) => {
-                let sv = {
-                    let w = self.w;
-                    self.w = 1;
-                    let r = self.value(s, &[]);
-                    self.w = w;
-                    r?
-                };
-                let bits = self.em.op(&format!("arith.bitcast {sv} : f32 to i32"));
-                let wide = self.em.op(&format!("arith.extui {bits} : i32 to i64"));
-                let g = self.scalar_i64(GOLDEN);
-                let m = self.em.op(&format!("arith.muli {wide}, {g} : i64"));
-                let k0 = self.scalar_i64(dropout_key(seed, None));
-                let x = self.em.op(&format!("arith.xori {k0}, {m} : i64"));
-                self.mix_scalar(&x)
-            }
+        // The per-op key, a scalar: constant, or mixed with the step key's bits at run time.
+        let key = {
+            let w = self.w;
+            self.w = 1;
+            let r = match op.operands.get(1) {
+                None => elementwise::dropout_key_value(self, op, None),
+                Some(&s) => self.value(s, &[]).and_then(|sv| elementwise::dropout_key_value(self, op, Some(&sv))),
+            };
+            self.w = w;
+            r?
         };
         let it = self.vty("i64");
         let index_i64 = match &flat {
@@ -513,49 +423,26 @@ impl<'a> VEm<'a> {
             }
         };
         let keyv = self.splat(&key, "i64");
-        let z = self.em.op(&format!("arith.xori {keyv}, {index_i64} : {it}"));
-        let h = self.mix(&z, &it);
-        let s40 = self.ci64(40);
-        let top = self.em.op(&format!("arith.shrui {h}, {s40} : {it}"));
-        let t = self.vt();
-        let fl = self.em.op(&format!("arith.uitofp {top} : {it} to {t}"));
-        let sc = self.cf(1.0 / 16_777_216.0);
-        let u = self.fbin("mulf", &fl, &sc);
-        let r = self.cf(rate);
-        let keep = self.cmpf("oge", &u, &r);
-        let q = self.cf(1.0 - rate);
-        let y = self.fbin("divf", &xv, &q);
-        let z0 = self.cf(0.0);
-        Ok(self.select(&keep, &y, &z0))
-    }
-    fn scalar_i64(&mut self, v: u64) -> String {
-        self.em.op(&format!("arith.constant {} : i64", v as i64))
-    }
-    /// SplitMix64's output function on a scalar i64.
-    fn mix_scalar(&mut self, z: &str) -> String {
-        let w = self.w;
-        self.w = 1;
-        let r = self.mix(z, "i64");
-        self.w = w;
-        r
-    }
-    /// SplitMix64's output function on values of type `t` (i64 or a vector of i64).
-    fn mix(&mut self, z: &str, t: &str) -> String {
-        let mut z = z.to_string();
-        for (sh, mul) in [(30u64, MIX_MUL[0]), (27, MIX_MUL[1])] {
-            let s = self.ci64(sh);
-            let tt = self.em.op(&format!("arith.shrui {z}, {s} : {t}"));
-            let x2 = self.em.op(&format!("arith.xori {z}, {tt} : {t}"));
-            let m = self.ci64(mul);
-            z = self.em.op(&format!("arith.muli {x2}, {m} : {t}"));
-        }
-        let s31 = self.ci64(31);
-        let tt = self.em.op(&format!("arith.shrui {z}, {s31} : {t}"));
-        self.em.op(&format!("arith.xori {z}, {tt} : {t}"))
+        elementwise::dropout(self, op, &xv, &index_i64, &keyv)
     }
 
     /// Forgets memoized values (a new loop body scope).
     pub fn reset(&mut self) {
         self.memo.clear();
+    }
+}
+
+impl Lanes for VEm<'_> {
+    fn em(&mut self) -> &mut Em {
+        self.em
+    }
+    fn lanes(&self) -> usize {
+        self.w
+    }
+    fn cf(&mut self, v: f32) -> String {
+        VEm::cf(self, v)
+    }
+    fn ci64(&mut self, v: u64) -> String {
+        VEm::ci64(self, v)
     }
 }

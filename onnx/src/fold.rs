@@ -11,10 +11,57 @@
 //! allocation sized by a number read from the file).
 
 use crate::import::NodeAttrs;
-use crate::tensor::{CData, CTensor, DataDir, dtype, from_proto, numel};
+use crate::tensor::{CData, CTensor, DataDir, TensorError, dtype, from_proto, numel};
 
 /// Largest constant (elements) import-time folding produces.
 pub const MAX_FOLD_ELEMENTS: u64 = 1 << 24;
+
+/// Why a node could not be evaluated at import (the importer prefixes the node).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum FoldError {
+    #[error("axis {axis} is out of range for rank {rank}")]
+    Axis { axis: i64, rank: usize },
+    #[error("shapes {0:?} and {1:?} do not broadcast")]
+    Broadcast(Vec<u64>, Vec<u64>),
+    #[error("constant of shape {0:?} is too large to fold at import (limit {MAX_FOLD_ELEMENTS} elements)")]
+    TooLarge(Vec<u64>),
+    #[error("input {0} is missing")]
+    MissingInput(usize),
+    #[error("negative dimension {dim} in shape {shape:?}")]
+    NegativeDim { dim: i64, shape: Vec<i64> },
+    #[error("shape entry {entry} is 0 but the input has rank {rank}")]
+    ZeroEntry { entry: usize, rank: usize },
+    #[error("invalid reshape target {0:?}")]
+    ReshapeTarget(Vec<i64>),
+    #[error("cannot reshape {input:?} to {spec:?}")]
+    Reshape { input: Vec<u64>, spec: Vec<i64> },
+    #[error("cannot reshape {input:?} ({total} elements) to {spec:?}")]
+    ReshapeCount { input: Vec<u64>, total: u64, spec: Vec<i64> },
+    #[error("integer arithmetic on {0} and {1} fails (overflow or division by zero)")]
+    IntArith(i64, i64),
+    #[error("Cast to {0} is not supported")]
+    Cast(String),
+    #[error("Gather index {index} is out of range for a dimension of size {dim}")]
+    GatherIndex { index: i64, dim: u64 },
+    #[error("Concat inputs {0:?} and {1:?} differ outside axis {2}")]
+    Concat(Vec<u64>, Vec<u64>, usize),
+    #[error("Unsqueeze axes {0:?} repeat")]
+    UnsqueezeRepeat(Vec<i64>),
+    #[error("Squeeze axis {axis} has size {size}, not 1")]
+    Squeeze { axis: usize, size: u64 },
+    #[error("Flatten axis {axis} is out of range for rank {rank}")]
+    Flatten { axis: i64, rank: i64 },
+    #[error("Slice starts {0:?} and ends {1:?} differ in length")]
+    SliceLengths(Vec<i64>, Vec<i64>),
+    /// A node without an input or attribute it needs, or with a value no
+    /// evaluation is defined for (`Slice step 0`, `Reshape needs a shape`).
+    #[error("{0}")]
+    Invalid(&'static str),
+    #[error("internal: {0} is not foldable")]
+    NotFoldable(String),
+    #[error(transparent)]
+    Tensor(#[from] TensorError),
+}
 
 const FOLDABLE: &[&str] = &[
     "Constant", "Identity", "Cast", "Shape", "Size", "Gather", "Unsqueeze", "Squeeze", "Concat", "Reshape", "Slice",
@@ -28,16 +75,16 @@ pub fn foldable(op: &str) -> bool {
 }
 
 /// Normalizes a possibly negative axis for `rank` (ONNX: `-rank <= a < rank`).
-pub fn axis(a: i64, rank: usize) -> Result<usize, String> {
+pub fn axis(a: i64, rank: usize) -> Result<usize, FoldError> {
     let r = rank as i64;
     if a < -r || a >= r {
-        return Err(format!("axis {a} is out of range for rank {rank}"));
+        return Err(FoldError::Axis { axis: a, rank });
     }
     Ok(if a < 0 { (a + r) as usize } else { a as usize })
 }
 
 /// numpy broadcasting of two shapes.
-pub fn broadcast_shapes(a: &[u64], b: &[u64]) -> Result<Vec<u64>, String> {
+pub fn broadcast_shapes(a: &[u64], b: &[u64]) -> Result<Vec<u64>, FoldError> {
     let n = a.len().max(b.len());
     let mut out = vec![0; n];
     for i in 0..n {
@@ -46,7 +93,7 @@ pub fn broadcast_shapes(a: &[u64], b: &[u64]) -> Result<Vec<u64>, String> {
         out[i] = match (da, db) {
             _ if da == db => da,
             (1, d) | (d, 1) => d,
-            _ => return Err(format!("shapes {a:?} and {b:?} do not broadcast")),
+            _ => return Err(FoldError::Broadcast(a.to_vec(), b.to_vec())),
         };
     }
     Ok(out)
@@ -75,20 +122,20 @@ fn bindex(flat: u64, out: &[u64], inp: &[u64]) -> usize {
     src as usize
 }
 
-fn check_size(shape: &[u64]) -> Result<u64, String> {
+fn check_size(shape: &[u64]) -> Result<u64, FoldError> {
     match numel(shape) {
         Some(n) if n <= MAX_FOLD_ELEMENTS => Ok(n),
-        _ => Err(format!("constant of shape {shape:?} is too large to fold at import (limit {MAX_FOLD_ELEMENTS} elements)")),
+        _ => Err(FoldError::TooLarge(shape.to_vec())),
     }
 }
 
-fn need<'c>(ins: &[Option<&'c CTensor>], i: usize) -> Result<&'c CTensor, String> {
-    ins.get(i).copied().flatten().ok_or_else(|| format!("input {i} is missing"))
+fn need<'c>(ins: &[Option<&'c CTensor>], i: usize) -> Result<&'c CTensor, FoldError> {
+    ins.get(i).copied().flatten().ok_or(FoldError::MissingInput(i))
 }
 
 /// Non-negative dims from an i64 shape tensor.
-fn dims_of(t: &CTensor) -> Result<Vec<u64>, String> {
-    t.as_i64().iter().map(|&d| u64::try_from(d).map_err(|_| format!("negative dimension {d} in shape {:?}", t.as_i64()))).collect()
+fn dims_of(t: &CTensor) -> Result<Vec<u64>, FoldError> {
+    t.as_i64().iter().map(|&d| u64::try_from(d).map_err(|_| FoldError::NegativeDim { dim: d, shape: t.as_i64() })).collect()
 }
 
 /// The gather of whole elements `idx` (flat indices into `t`) into `shape`.
@@ -101,8 +148,8 @@ fn pick(t: &CTensor, shape: Vec<u64>, idx: &[usize]) -> CTensor {
 
 /// The target shape of ONNX Reshape: `0` copies the input dim (unless
 /// `allowzero`), one `-1` is inferred.
-pub fn reshape_target(input: &[u64], spec: &[i64], allowzero: bool) -> Result<Vec<u64>, String> {
-    let total = numel(input).ok_or("input too large")?;
+pub fn reshape_target(input: &[u64], spec: &[i64], allowzero: bool) -> Result<Vec<u64>, FoldError> {
+    let total = numel(input).ok_or(FoldError::Invalid("input too large"))?;
     let mut out = Vec::with_capacity(spec.len());
     let mut infer = None;
     for (i, &d) in spec.iter().enumerate() {
@@ -111,19 +158,19 @@ pub fn reshape_target(input: &[u64], spec: &[i64], allowzero: bool) -> Result<Ve
                 infer = Some(i);
                 out.push(1);
             }
-            0 if !allowzero => out.push(*input.get(i).ok_or_else(|| format!("shape entry {i} is 0 but the input has rank {}", input.len()))?),
+            0 if !allowzero => out.push(*input.get(i).ok_or(FoldError::ZeroEntry { entry: i, rank: input.len() })?),
             d if d >= 0 => out.push(d as u64),
-            _ => return Err(format!("invalid reshape target {spec:?}")),
+            _ => return Err(FoldError::ReshapeTarget(spec.to_vec())),
         }
     }
-    let known = numel(&out).ok_or("reshape target too large")?;
+    let known = numel(&out).ok_or(FoldError::Invalid("reshape target too large"))?;
     if let Some(i) = infer {
         if known == 0 || total % known != 0 {
-            return Err(format!("cannot reshape {input:?} to {spec:?}"));
+            return Err(FoldError::Reshape { input: input.to_vec(), spec: spec.to_vec() });
         }
         out[i] = total / known;
     } else if known != total {
-        return Err(format!("cannot reshape {input:?} ({total} elements) to {spec:?}"));
+        return Err(FoldError::ReshapeCount { input: input.to_vec(), total, spec: spec.to_vec() });
     }
     Ok(out)
 }
@@ -137,9 +184,9 @@ pub fn slice_range(start: i64, end: i64, step: i64, dim: u64) -> (i64, i64) {
 }
 
 /// The value of a `Constant` node.
-pub fn constant_value(a: &NodeAttrs<'_>, dir: &DataDir<'_>) -> Result<CTensor, String> {
+pub fn constant_value(a: &NodeAttrs<'_>, dir: &DataDir<'_>) -> Result<CTensor, FoldError> {
     if let Some(t) = a.tensor("value") {
-        return from_proto(t, dir, "the 'value' of this Constant");
+        return Ok(from_proto(t, dir, "the 'value' of this Constant")?);
     }
     if let Some(v) = a.get("value_float").and_then(|x| x.f) {
         return Ok(CTensor::f32(vec![], vec![v]));
@@ -153,11 +200,13 @@ pub fn constant_value(a: &NodeAttrs<'_>, dir: &DataDir<'_>) -> Result<CTensor, S
     if let Some(x) = a.get("value_ints") {
         return Ok(CTensor::i64(vec![x.ints.len() as u64], x.ints.clone()));
     }
-    Err("Constant without a supported value (value, value_float(s), value_int(s); sparse and string values are not supported)".into())
+    Err(FoldError::Invalid(
+        "Constant without a supported value (value, value_float(s), value_int(s); sparse and string values are not supported)",
+    ))
 }
 
 /// Elementwise binary with broadcasting; ints and floats combine as floats.
-fn binary(a: &CTensor, b: &CTensor, fi: impl Fn(i64, i64) -> Option<i64>, ff: impl Fn(f32, f32) -> f32) -> Result<CTensor, String> {
+fn binary(a: &CTensor, b: &CTensor, fi: impl Fn(i64, i64) -> Option<i64>, ff: impl Fn(f32, f32) -> f32) -> Result<CTensor, FoldError> {
     let shape = broadcast_shapes(&a.shape, &b.shape)?;
     let n = check_size(&shape)?;
     match (&a.data, &b.data) {
@@ -165,7 +214,7 @@ fn binary(a: &CTensor, b: &CTensor, fi: impl Fn(i64, i64) -> Option<i64>, ff: im
             let mut out = Vec::with_capacity(n as usize);
             for i in 0..n {
                 let (p, q) = (x[bindex(i, &shape, &a.shape)], y[bindex(i, &shape, &b.shape)]);
-                out.push(fi(p, q).ok_or_else(|| format!("integer arithmetic on {p} and {q} fails (overflow or division by zero)"))?);
+                out.push(fi(p, q).ok_or(FoldError::IntArith(p, q))?);
             }
             Ok(CTensor::i64(shape, out))
         }
@@ -183,7 +232,7 @@ fn axes_of(a: &NodeAttrs<'_>, ins: &[Option<&CTensor>], input: usize) -> Option<
 }
 
 /// Evaluates `op` on constant inputs.
-pub fn eval(op: &str, a: &NodeAttrs<'_>, ins: &[Option<&CTensor>], _opset: i64, dir: &DataDir<'_>) -> Result<Vec<CTensor>, String> {
+pub fn eval(op: &str, a: &NodeAttrs<'_>, ins: &[Option<&CTensor>], _opset: i64, dir: &DataDir<'_>) -> Result<Vec<CTensor>, FoldError> {
     let x = || need(ins, 0);
     let one = |t: CTensor| Ok(vec![t]);
     match op {
@@ -199,7 +248,7 @@ pub fn eval(op: &str, a: &NodeAttrs<'_>, ins: &[Option<&CTensor>], _opset: i64, 
             } else if matches!(to, dtype::INT64 | dtype::INT32 | dtype::INT16 | dtype::INT8 | dtype::UINT8 | dtype::UINT16 | dtype::UINT32 | dtype::UINT64) {
                 one(CTensor::i64(t.shape.clone(), t.as_i64()))
             } else {
-                Err(format!("Cast to {} is not supported", dtype::name(to)))
+                Err(FoldError::Cast(dtype::name(to).to_string()))
             }
         }
         "Shape" => one(shape_tensor(&x()?.shape, a)),
@@ -219,7 +268,7 @@ pub fn eval(op: &str, a: &NodeAttrs<'_>, ins: &[Option<&CTensor>], _opset: i64, 
                 for &i in &idx.as_i64() {
                     let i = if i < 0 { i + dim as i64 } else { i };
                     if i < 0 || i as u64 >= dim {
-                        return Err(format!("Gather index {i} is out of range for a dimension of size {dim}"));
+                        return Err(FoldError::GatherIndex { index: i, dim });
                     }
                     for k in 0..inner {
                         flat.push(((o * dim + i as u64) * inner + k) as usize);
@@ -230,7 +279,7 @@ pub fn eval(op: &str, a: &NodeAttrs<'_>, ins: &[Option<&CTensor>], _opset: i64, 
         }
         "Unsqueeze" => {
             let t = x()?;
-            let axes = axes_of(a, ins, 1).ok_or("Unsqueeze needs axes")?;
+            let axes = axes_of(a, ins, 1).ok_or(FoldError::Invalid("Unsqueeze needs axes"))?;
             one(CTensor { shape: unsqueeze_shape(&t.shape, &axes)?, data: t.data.clone() })
         }
         "Squeeze" => {
@@ -243,13 +292,13 @@ pub fn eval(op: &str, a: &NodeAttrs<'_>, ins: &[Option<&CTensor>], _opset: i64, 
         }
         "Concat" => {
             let parts: Vec<&CTensor> = ins.iter().flatten().copied().collect();
-            let first = parts.first().ok_or("Concat without inputs")?;
+            let first = parts.first().ok_or(FoldError::Invalid("Concat without inputs"))?;
             let ax = axis(a.int("axis", 0), first.shape.len())?;
             let mut shape = first.shape.clone();
             shape[ax] = 0;
             for p in &parts {
                 if p.shape.len() != first.shape.len() || (0..shape.len()).any(|i| i != ax && p.shape[i] != first.shape[i]) {
-                    return Err(format!("Concat inputs {:?} and {:?} differ outside axis {ax}", first.shape, p.shape));
+                    return Err(FoldError::Concat(first.shape.clone(), p.shape.clone(), ax));
                 }
                 shape[ax] += p.shape[ax];
             }
@@ -274,7 +323,7 @@ pub fn eval(op: &str, a: &NodeAttrs<'_>, ins: &[Option<&CTensor>], _opset: i64, 
             let t = x()?;
             let spec = match ins.get(1).copied().flatten() {
                 Some(s) => s.as_i64(),
-                None => a.ints("shape").ok_or("Reshape needs a shape")?,
+                None => a.ints("shape").ok_or(FoldError::Invalid("Reshape needs a shape"))?,
             };
             one(CTensor { shape: reshape_target(&t.shape, &spec, a.int("allowzero", 0) != 0)?, data: t.data.clone() })
         }
@@ -287,7 +336,7 @@ pub fn eval(op: &str, a: &NodeAttrs<'_>, ins: &[Option<&CTensor>], _opset: i64, 
                 let ax = axis(ax, r)?;
                 let step = steps.get(k).copied().unwrap_or(1);
                 if step == 0 {
-                    return Err("Slice step 0".into());
+                    return Err(FoldError::Invalid("Slice step 0"));
                 }
                 let (s, e) = slice_range(starts[k], ends[k], step, t.shape[ax]);
                 let mut v = Vec::new();
@@ -371,7 +420,7 @@ pub fn eval(op: &str, a: &NodeAttrs<'_>, ins: &[Option<&CTensor>], _opset: i64, 
             } else {
                 let (s, l, d) = (s.as_i64()[0], l.as_i64()[0], d.as_i64()[0]);
                 if d == 0 {
-                    return Err("Range with delta 0".into());
+                    return Err(FoldError::Invalid("Range with delta 0"));
                 }
                 let n = ((l - s) as f64 / d as f64).ceil().max(0.0) as u64;
                 check_size(&[n])?;
@@ -410,7 +459,7 @@ pub fn eval(op: &str, a: &NodeAttrs<'_>, ins: &[Option<&CTensor>], _opset: i64, 
             let idx: Vec<usize> = (0..n).map(|f| (0..r).map(|k| ((f / os[k]) % shape[k]) * st[perm[k]]).sum::<u64>() as usize).collect();
             one(pick(t, shape, &idx))
         }
-        _ => Err(format!("internal: {op} is not foldable")),
+        _ => Err(FoldError::NotFoldable(op.to_string())),
     }
 }
 
@@ -424,12 +473,12 @@ pub fn shape_tensor(shape: &[u64], a: &NodeAttrs<'_>) -> CTensor {
     CTensor::i64(vec![dims.len() as u64], dims)
 }
 
-pub fn unsqueeze_shape(shape: &[u64], axes: &[i64]) -> Result<Vec<u64>, String> {
+pub fn unsqueeze_shape(shape: &[u64], axes: &[i64]) -> Result<Vec<u64>, FoldError> {
     let r = shape.len() + axes.len();
     let mut ax: Vec<usize> = axes.iter().map(|&a| axis(a, r)).collect::<Result<_, _>>()?;
     ax.sort_unstable();
     if ax.windows(2).any(|w| w[0] == w[1]) {
-        return Err(format!("Unsqueeze axes {axes:?} repeat"));
+        return Err(FoldError::UnsqueezeRepeat(axes.to_vec()));
     }
     let mut out = Vec::with_capacity(r);
     let mut it = shape.iter();
@@ -437,20 +486,20 @@ pub fn unsqueeze_shape(shape: &[u64], axes: &[i64]) -> Result<Vec<u64>, String> 
         if ax.contains(&i) {
             out.push(1);
         } else {
-            out.push(*it.next().ok_or("bad Unsqueeze axes")?);
+            out.push(*it.next().ok_or(FoldError::Invalid("bad Unsqueeze axes"))?);
         }
     }
     Ok(out)
 }
 
-pub fn squeeze_shape(shape: &[u64], axes: Option<&[i64]>) -> Result<Vec<u64>, String> {
+pub fn squeeze_shape(shape: &[u64], axes: Option<&[i64]>) -> Result<Vec<u64>, FoldError> {
     match axes {
         None => Ok(shape.iter().copied().filter(|&d| d != 1).collect()),
         Some(axes) => {
             let ax: Vec<usize> = axes.iter().map(|&a| axis(a, shape.len())).collect::<Result<_, _>>()?;
             for &a in &ax {
                 if shape[a] != 1 {
-                    return Err(format!("Squeeze axis {a} has size {}, not 1", shape[a]));
+                    return Err(FoldError::Squeeze { axis: a, size: shape[a] });
                 }
             }
             Ok(shape.iter().enumerate().filter(|(i, _)| !ax.contains(i)).map(|(_, &d)| d).collect())
@@ -458,11 +507,11 @@ pub fn squeeze_shape(shape: &[u64], axes: Option<&[i64]>) -> Result<Vec<u64>, St
     }
 }
 
-pub fn flatten_shape(shape: &[u64], ax: i64) -> Result<Vec<u64>, String> {
+pub fn flatten_shape(shape: &[u64], ax: i64) -> Result<Vec<u64>, FoldError> {
     let r = shape.len() as i64;
     let a = if ax < 0 { ax + r } else { ax };
     if a < 0 || a > r {
-        return Err(format!("Flatten axis {ax} is out of range for rank {r}"));
+        return Err(FoldError::Flatten { axis: ax, rank: r });
     }
     let a = a as usize;
     Ok(vec![shape[..a].iter().product(), shape[a..].iter().product()])
@@ -473,20 +522,21 @@ pub type SliceArgs = (Vec<i64>, Vec<i64>, Vec<i64>, Vec<i64>);
 
 /// Slice's starts, ends, axes (default 0..n) and steps (default 1), from
 /// inputs (opset >= 10) or attributes (older).
-pub fn slice_args(a: &NodeAttrs<'_>, ins: &[Option<&CTensor>]) -> Result<SliceArgs, String> {
+pub fn slice_args(a: &NodeAttrs<'_>, ins: &[Option<&CTensor>]) -> Result<SliceArgs, FoldError> {
     let (starts, ends, axes, steps) = if ins.len() > 1 {
         let g = |i: usize| ins.get(i).copied().flatten().map(CTensor::as_i64);
-        (g(1).ok_or("Slice needs constant starts")?, g(2).ok_or("Slice needs constant ends")?, g(3), g(4))
+        (g(1).ok_or(FoldError::Invalid("Slice needs constant starts"))?, g(2).ok_or(FoldError::Invalid("Slice needs constant ends"))?, g(3), g(4))
     } else {
-        (a.ints("starts").ok_or("Slice needs starts")?, a.ints("ends").ok_or("Slice needs ends")?, a.ints("axes"), None)
+        let starts = a.ints("starts").ok_or(FoldError::Invalid("Slice needs starts"))?;
+        (starts, a.ints("ends").ok_or(FoldError::Invalid("Slice needs ends"))?, a.ints("axes"), None)
     };
     if starts.len() != ends.len() {
-        return Err(format!("Slice starts {starts:?} and ends {ends:?} differ in length"));
+        return Err(FoldError::SliceLengths(starts, ends));
     }
     let axes = axes.unwrap_or_else(|| (0..starts.len() as i64).collect());
     let steps = steps.unwrap_or_else(|| vec![1; starts.len()]);
     if axes.len() != starts.len() || steps.len() != starts.len() {
-        return Err("Slice axes/steps lengths differ from starts".into());
+        return Err(FoldError::Invalid("Slice axes/steps lengths differ from starts"));
     }
     Ok((starts, ends, axes, steps))
 }

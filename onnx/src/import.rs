@@ -82,7 +82,7 @@ pub fn read_tensor_file(path: &Path) -> Result<NamedTensor, Diag> {
     let bytes = std::fs::read(path).map_err(|e| Diag::error(file_loc(&file), format!("cannot read '{file}': {e}")))?;
     let t = TensorProto::decode(bytes.as_slice())
         .map_err(|e| Diag::error(file_loc(&file), format!("not a serialized ONNX TensorProto: {e}")))?;
-    let c = from_proto(&t, &DataDir(path.parent()), "tensor").map_err(|m| Diag::error(file_loc(&file), m))?;
+    let c = from_proto(&t, &DataDir(path.parent()), "tensor").map_err(|m| Diag::error(file_loc(&file), m.to_string()))?;
     Ok(NamedTensor { name: t.name.clone().unwrap_or_default(), shape: c.shape.clone(), data: c.as_f32() })
 }
 

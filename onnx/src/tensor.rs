@@ -147,23 +147,59 @@ fn f16_to_f32(h: u16) -> f32 {
 /// Where external tensor data is looked for: the model file's folder.
 pub struct DataDir<'a>(pub Option<&'a Path>);
 
+/// Why a `TensorProto` could not be read; `what` names the tensor
+/// (`initializer 'w'`). I/O errors are kept as their text.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TensorError {
+    #[error("{what} has a negative dimension {dim} in {dims:?}")]
+    NegativeDim { what: String, dim: i64, dims: Vec<i64> },
+    #[error("{what}: element count of {dims:?} overflows")]
+    CountOverflow { what: String, dims: Vec<i64> },
+    #[error("{what} has element type {dtype}, which ckopt does not import (float and integer types only)")]
+    ElementType { what: String, dtype: String },
+    #[error("{what}: {shape:?} needs {n} elements of {dtype}, the data holds {got}")]
+    Count { what: String, shape: Vec<u64>, n: u64, dtype: String, got: u64 },
+    #[error("{what}: byte size overflows")]
+    ByteOverflow { what: String },
+    #[error("{what}: {shape:?} of {dtype} needs {want} bytes of data, found {found}")]
+    Bytes { what: String, shape: Vec<u64>, dtype: String, want: u64, found: usize },
+    #[error("{what} is stored externally but names no 'location'")]
+    NoLocation { what: String },
+    #[error("{what}: external data '{key}' is not a number: '{value}'")]
+    ExternalNumber { what: String, key: String, value: String },
+    #[error("{what}: external data location '{location}' must be a relative path inside the model's folder")]
+    ExternalPath { what: String, location: String },
+    #[error("{what} is stored in external file '{location}', but the model was not read from a file")]
+    NoModelFile { what: String, location: String },
+    #[error("{what}: missing external data file '{path}': {error}")]
+    MissingFile { what: String, path: String, error: String },
+    #[error("{what}: external data [{offset}, {offset}+{len}) is past the end of '{path}' ({size} bytes)")]
+    PastEnd { what: String, offset: u64, len: u64, path: String, size: u64 },
+    #[error("{what}: cannot seek in '{path}': {error}")]
+    Seek { what: String, path: String, error: String },
+    #[error("{what}: cannot read '{path}': {error}")]
+    Read { what: String, path: String, error: String },
+    #[error("{what}: '{path}' ended early")]
+    EndedEarly { what: String, path: String },
+}
+
 /// Reads a `TensorProto` into a constant tensor. `what` names it in errors.
-pub fn from_proto(t: &TensorProto, dir: &DataDir<'_>, what: &str) -> Result<CTensor, String> {
+pub fn from_proto(t: &TensorProto, dir: &DataDir<'_>, what: &str) -> Result<CTensor, TensorError> {
     let mut shape = Vec::with_capacity(t.dims.len());
     for &d in &t.dims {
         if d < 0 {
-            return Err(format!("{what} has a negative dimension {d} in {:?}", t.dims));
+            return Err(TensorError::NegativeDim { what: what.into(), dim: d, dims: t.dims.clone() });
         }
         shape.push(d as u64);
     }
-    let n = numel(&shape).ok_or_else(|| format!("{what}: element count of {:?} overflows", t.dims))?;
+    let n = numel(&shape).ok_or_else(|| TensorError::CountOverflow { what: what.into(), dims: t.dims.clone() })?;
     let dt = t.data_type.unwrap_or(0);
     let elem_bytes: u64 = match dt {
         dtype::FLOAT | dtype::INT32 | dtype::UINT32 => 4,
         dtype::DOUBLE | dtype::INT64 | dtype::UINT64 => 8,
         dtype::FLOAT16 | dtype::BFLOAT16 | dtype::INT16 | dtype::UINT16 => 2,
         dtype::INT8 | dtype::UINT8 | dtype::BOOL => 1,
-        _ => return Err(format!("{what} has element type {}, which ckopt does not import (float and integer types only)", dtype::name(dt))),
+        _ => return Err(TensorError::ElementType { what: what.into(), dtype: dtype::name(dt).to_string() }),
     };
     let external = t.data_location == Some(1);
     let raw: Option<Vec<u8>> = if external {
@@ -171,11 +207,12 @@ pub fn from_proto(t: &TensorProto, dir: &DataDir<'_>, what: &str) -> Result<CTen
     } else {
         t.raw_data.clone()
     };
-    let count_err = |got: u64| format!("{what}: {:?} needs {n} elements of {}, the data holds {got}", shape, dtype::name(dt));
+    let count_err =
+        |got: u64| TensorError::Count { what: what.into(), shape: shape.clone(), n, dtype: dtype::name(dt).to_string(), got };
     if let Some(raw) = raw {
-        let want = n.checked_mul(elem_bytes).ok_or_else(|| format!("{what}: byte size overflows"))?;
+        let want = n.checked_mul(elem_bytes).ok_or_else(|| TensorError::ByteOverflow { what: what.into() })?;
         if raw.len() as u64 != want {
-            return Err(format!("{what}: {:?} of {} needs {want} bytes of data, found {}", shape, dtype::name(dt), raw.len()));
+            return Err(TensorError::Bytes { what: what.into(), shape, dtype: dtype::name(dt).to_string(), want, found: raw.len() });
         }
         let b = &raw;
         let data = match dt {
@@ -248,37 +285,39 @@ pub fn from_proto(t: &TensorProto, dir: &DataDir<'_>, what: &str) -> Result<CTen
 
 /// The bytes of an external-data tensor: `location` (relative to the model's
 /// folder, no `..`), `offset` and `length` from `external_data`.
-fn read_external(t: &TensorProto, dir: &DataDir<'_>, what: &str) -> Result<Vec<u8>, String> {
+fn read_external(t: &TensorProto, dir: &DataDir<'_>, what: &str) -> Result<Vec<u8>, TensorError> {
     let get = |k: &str| t.external_data.iter().find(|e| e.key.as_deref() == Some(k)).and_then(|e| e.value.clone());
-    let location = get("location").ok_or_else(|| format!("{what} is stored externally but names no 'location'"))?;
-    let num = |k: &str| -> Result<Option<u64>, String> {
-        get(k).map(|v| v.parse::<u64>().map_err(|_| format!("{what}: external data '{k}' is not a number: '{v}'"))).transpose()
+    let location = get("location").ok_or_else(|| TensorError::NoLocation { what: what.into() })?;
+    let num = |k: &str| -> Result<Option<u64>, TensorError> {
+        get(k)
+            .map(|v| {
+                v.parse::<u64>().map_err(|_| TensorError::ExternalNumber { what: what.into(), key: k.into(), value: v.clone() })
+            })
+            .transpose()
     };
     let offset = num("offset")?.unwrap_or(0);
     let length = num("length")?;
     let rel = Path::new(&location);
     if rel.is_absolute() || rel.components().any(|c| !matches!(c, Component::Normal(_) | Component::CurDir)) {
-        return Err(format!("{what}: external data location '{location}' must be a relative path inside the model's folder"));
+        return Err(TensorError::ExternalPath { what: what.into(), location });
     }
     let Some(base) = dir.0 else {
-        return Err(format!("{what} is stored in external file '{location}', but the model was not read from a file"));
+        return Err(TensorError::NoModelFile { what: what.into(), location });
     };
     let path = base.join(rel);
+    let shown = || path.display().to_string();
     let mut f = std::fs::File::open(&path)
-        .map_err(|e| format!("{what}: missing external data file '{}': {e}", path.display()))?;
+        .map_err(|e| TensorError::MissingFile { what: what.into(), path: shown(), error: e.to_string() })?;
     let size = f.metadata().map(|m| m.len()).unwrap_or(0);
     let len = length.unwrap_or(size.saturating_sub(offset));
     if offset.checked_add(len).is_none_or(|end| end > size) {
-        return Err(format!(
-            "{what}: external data [{offset}, {offset}+{len}) is past the end of '{}' ({size} bytes)",
-            path.display()
-        ));
+        return Err(TensorError::PastEnd { what: what.into(), offset, len, path: shown(), size });
     }
-    f.seek(SeekFrom::Start(offset)).map_err(|e| format!("{what}: cannot seek in '{}': {e}", path.display()))?;
+    f.seek(SeekFrom::Start(offset)).map_err(|e| TensorError::Seek { what: what.into(), path: shown(), error: e.to_string() })?;
     let mut buf = Vec::new();
-    f.take(len).read_to_end(&mut buf).map_err(|e| format!("{what}: cannot read '{}': {e}", path.display()))?;
+    f.take(len).read_to_end(&mut buf).map_err(|e| TensorError::Read { what: what.into(), path: shown(), error: e.to_string() })?;
     if buf.len() as u64 != len {
-        return Err(format!("{what}: '{}' ended early", path.display()));
+        return Err(TensorError::EndedEarly { what: what.into(), path: shown() });
     }
     Ok(buf)
 }
@@ -299,6 +338,7 @@ mod tests {
     fn raw_data_of_the_wrong_length_is_an_error() {
         let t = TensorProto { dims: vec![2], data_type: Some(dtype::FLOAT), raw_data: Some(vec![0; 7]), ..Default::default() };
         let e = from_proto(&t, &DataDir(None), "initializer 'w'").expect_err("7 bytes for 2 floats");
+        let e = e.to_string();
         assert!(e.contains("initializer 'w'") && e.contains("needs 8 bytes"), "{e}");
         let ok = TensorProto { raw_data: Some([1f32.to_le_bytes(), 2f32.to_le_bytes()].concat()), ..t };
         assert_eq!(from_proto(&ok, &DataDir(None), "w"), Ok(CTensor::f32(vec![2], vec![1.0, 2.0])));
@@ -307,7 +347,7 @@ mod tests {
     #[test]
     fn strings_and_escaping_external_paths_are_rejected() {
         let s = TensorProto { dims: vec![1], data_type: Some(dtype::STRING), ..Default::default() };
-        assert!(from_proto(&s, &DataDir(None), "t").expect_err("string").contains("string"));
+        assert!(from_proto(&s, &DataDir(None), "t").expect_err("string").to_string().contains("string"));
         let ext = TensorProto {
             dims: vec![1],
             data_type: Some(dtype::FLOAT),
@@ -315,7 +355,7 @@ mod tests {
             external_data: vec![crate::proto::StringStringEntryProto { key: Some("location".into()), value: Some("../x.bin".into()) }],
             ..Default::default()
         };
-        let e = from_proto(&ext, &DataDir(Some(Path::new("."))), "t").expect_err("escapes");
+        let e = from_proto(&ext, &DataDir(Some(Path::new("."))), "t").expect_err("escapes").to_string();
         assert!(e.contains("relative path inside"), "{e}");
     }
 }

@@ -22,16 +22,25 @@ fn at(file: &str) -> Loc {
     Loc::new(Arc::from(file), 0, 0)
 }
 
+/// Why `write_safetensors` failed (the safetensors crate's error).
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    #[error("tensor '{name}': {source}")]
+    Tensor { name: String, source: safetensors::SafeTensorError },
+    #[error("cannot serialize the parameters: {0}")]
+    Serialize(safetensors::SafeTensorError),
+}
+
 /// Serializes `tensors` (f32, little-endian) as one safetensors file.
-pub fn write_safetensors(tensors: &[NamedTensor]) -> Result<Vec<u8>, String> {
+pub fn write_safetensors(tensors: &[NamedTensor]) -> Result<Vec<u8>, WriteError> {
     let bytes: Vec<Vec<u8>> = tensors.iter().map(|t| t.data.iter().flat_map(|v| v.to_le_bytes()).collect()).collect();
     let mut views = Vec::with_capacity(tensors.len());
     for (t, b) in tensors.iter().zip(&bytes) {
         let shape: Vec<usize> = t.shape.iter().map(|&d| d as usize).collect();
-        let v = TensorView::new(Dtype::F32, shape, b).map_err(|e| format!("tensor '{}': {e}", t.name))?;
+        let v = TensorView::new(Dtype::F32, shape, b).map_err(|source| WriteError::Tensor { name: t.name.clone(), source })?;
         views.push((t.name.clone(), v));
     }
-    safetensors::tensor::serialize(views, None).map_err(|e| format!("cannot serialize the parameters: {e}"))
+    safetensors::tensor::serialize(views, None).map_err(WriteError::Serialize)
 }
 
 /// Reads every tensor of a safetensors file (`file` names it in errors);

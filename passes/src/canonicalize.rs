@@ -249,7 +249,7 @@ impl Pass for Canonicalize {
 }
 
 /// Registry constructor (the pass takes no options).
-pub fn build(_: &PassOptions) -> Result<Box<dyn Pass>, String> {
+pub fn build(_: &PassOptions) -> Result<Box<dyn Pass>, crate::manager::OptionError> {
     Ok(Box::new(Canonicalize))
 }
 

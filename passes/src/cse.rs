@@ -101,7 +101,7 @@ impl Pass for Cse {
 }
 
 /// Registry constructor (the pass takes no options).
-pub fn build(_: &PassOptions) -> Result<Box<dyn Pass>, String> {
+pub fn build(_: &PassOptions) -> Result<Box<dyn Pass>, crate::manager::OptionError> {
     Ok(Box::new(Cse))
 }
 

@@ -187,7 +187,7 @@ impl Pass for Fuse {
 }
 
 /// Registry constructor (no options).
-pub fn build(_: &PassOptions) -> Result<Box<dyn Pass>, String> {
+pub fn build(_: &PassOptions) -> Result<Box<dyn Pass>, crate::manager::OptionError> {
     Ok(Box::new(Fuse))
 }
 

@@ -206,7 +206,7 @@ impl crate::manager::Pass for InplacePass {
 
 /// The runner limits from the pass options (`eqsat::Limits::default()`
 /// is this on no options: the registry's defaults).
-pub fn parse_limits(opts: &crate::manager::PassOptions) -> Result<crate::eqsat::Limits, String> {
+pub fn parse_limits(opts: &crate::manager::PassOptions) -> Result<crate::eqsat::Limits, crate::manager::OptionError> {
     Ok(crate::eqsat::Limits {
         node_limit: usize::try_from(opts.int("node-limit")?).unwrap_or(usize::MAX),
         iter_limit: usize::try_from(opts.int("iter-limit")?).unwrap_or(usize::MAX),
@@ -215,6 +215,6 @@ pub fn parse_limits(opts: &crate::manager::PassOptions) -> Result<crate::eqsat::
 }
 
 /// Registry constructor: reads the runner limits.
-pub fn build(opts: &crate::manager::PassOptions) -> Result<Box<dyn crate::manager::Pass>, String> {
+pub fn build(opts: &crate::manager::PassOptions) -> Result<Box<dyn crate::manager::Pass>, crate::manager::OptionError> {
     Ok(Box::new(InplacePass { limits: parse_limits(opts)? }))
 }

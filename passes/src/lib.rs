@@ -22,5 +22,5 @@ pub mod rewrite;
 pub mod sgd;
 pub mod train;
 
-pub use manager::{Pass, PassManager, PassOptions, Statistics, parse_pipeline};
+pub use manager::{OptionError, Pass, PassManager, PassOptions, Statistics, parse_pipeline};
 pub use registry::{PassInfo, registry};

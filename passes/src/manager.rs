@@ -14,6 +14,57 @@ use ckopt_ir::{Diag, Diags, Loc, Module, verify_module};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+/// An error of a pass pipeline or of a pass's options: the pipeline's
+/// syntax, an unknown pass or option, a value its option's kind rejects, an
+/// option read as another kind, or a pass's own check of its options. The
+/// text is what the tools print after `error: `.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum OptionError {
+    #[error("unknown pass '{0}'")]
+    UnknownPass(String),
+    #[error("unknown pass '{pass}'; valid passes: {valid}")]
+    UnknownPassOf { pass: String, valid: String },
+    #[error("pass '{pass}' has no option '{key}'")]
+    NoOption { pass: String, key: String },
+    #[error("pass '{pass}' has no option '{key}' (it takes no options)")]
+    TakesNoOptions { pass: String, key: String },
+    #[error("pass '{pass}' has no option '{key}'; valid options: {valid}")]
+    NoOptionOf { pass: String, key: String, valid: String },
+    #[error("option '{key}' of pass '{pass}' is declared {kind}, not read as {want}")]
+    WrongKind { pass: String, key: String, kind: String, want: &'static str },
+    #[error("option '{key}' of pass '{pass}' has no default and was not given")]
+    Unset { pass: String, key: String },
+    /// A value the option rejects: `option 'k' of pass 'remat' must be at least 1`.
+    #[error("option '{key}' of pass '{pass}' {problem}")]
+    BadValue { pass: String, key: String, problem: String },
+    #[error("option '{key}' of pass '{pass}': {source}")]
+    BadBytes { pass: String, key: String, source: BytesError },
+    #[error("option '{key}' given twice to pass '{pass}'")]
+    GivenTwice { pass: String, key: String },
+    #[error("expected a pass name at position {pos} of '{text}'")]
+    ExpectedPassName { pos: usize, text: String },
+    #[error("expected ',' after pass '{pass}' at position {pos} of '{text}'")]
+    ExpectedComma { pass: String, pos: usize, text: String },
+    #[error("unterminated '{{' in options of pass '{0}'")]
+    Unterminated(String),
+    #[error("unbalanced '{paren}' in pipeline '{text}'")]
+    Unbalanced { paren: char, text: String },
+    /// A pass's own check of its options: `remat: mode 'x' has no plan`.
+    #[error("{pass}: {message}")]
+    Pass { pass: String, message: String },
+}
+
+/// A byte count `parse_bytes` rejects.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum BytesError {
+    #[error("unknown byte unit '{unit}' in '{text}' (use B, KiB, MiB, GiB, KB, MB, GB)")]
+    UnknownUnit { unit: String, text: String },
+    #[error("'{0}' is not a byte count")]
+    NotBytes(String),
+    #[error("'{0}' is out of range")]
+    OutOfRange(String),
+}
+
 /// Options given to one pass instance, as written (`key=value`).
 ///
 /// Passes read them with the typed getters (`int`, `flag`, `number`,
@@ -38,13 +89,16 @@ impl PassOptions {
         self.values.get(key).map(String::as_str)
     }
     /// The declared option `key` of this pass.
-    pub fn info(&self, key: &str) -> Result<&'static OptionInfo, String> {
-        let p = pass_info(&self.pass).ok_or_else(|| format!("unknown pass '{}'", self.pass))?;
-        p.options.iter().find(|o| o.name == key).ok_or_else(|| format!("pass '{}' has no option '{key}'", self.pass))
+    pub fn info(&self, key: &str) -> Result<&'static OptionInfo, OptionError> {
+        let p = pass_info(&self.pass).ok_or_else(|| OptionError::UnknownPass(self.pass.clone()))?;
+        p.options
+            .iter()
+            .find(|o| o.name == key)
+            .ok_or_else(|| OptionError::NoOption { pass: self.pass.clone(), key: key.to_string() })
     }
     /// The value given, or the declared default (`None` when that is unset),
     /// parsed with the option's kind.
-    pub fn value(&self, key: &str) -> Result<Option<OptionValue>, String> {
+    pub fn value(&self, key: &str) -> Result<Option<OptionValue>, OptionError> {
         let info = self.info(key)?;
         let text = self.get(key).unwrap_or(info.default);
         if self.get(key).is_none() && text.is_empty() {
@@ -52,15 +106,15 @@ impl PassOptions {
         }
         info.kind.parse(&self.pass, key, text).map(Some)
     }
-    fn wrong_kind(&self, key: &str, want: &str) -> String {
+    fn wrong_kind(&self, key: &str, want: &'static str) -> OptionError {
         let kind = self.info(key).map(|o| o.kind.to_string()).unwrap_or_default();
-        format!("option '{key}' of pass '{}' is declared {kind}, not read as {want}", self.pass)
+        OptionError::WrongKind { pass: self.pass.clone(), key: key.to_string(), kind, want }
     }
-    fn unset(&self, key: &str) -> String {
-        format!("option '{key}' of pass '{}' has no default and was not given", self.pass)
+    fn unset(&self, key: &str) -> OptionError {
+        OptionError::Unset { pass: self.pass.clone(), key: key.to_string() }
     }
     /// A `Bool` option.
-    pub fn flag(&self, key: &str) -> Result<bool, String> {
+    pub fn flag(&self, key: &str) -> Result<bool, OptionError> {
         match self.value(key)? {
             Some(OptionValue::Bool(b)) => Ok(b),
             None => Err(self.unset(key)),
@@ -68,7 +122,7 @@ impl PassOptions {
         }
     }
     /// An `Int` or `PowerOfTwo` option.
-    pub fn int(&self, key: &str) -> Result<u64, String> {
+    pub fn int(&self, key: &str) -> Result<u64, OptionError> {
         match self.value(key)? {
             Some(OptionValue::Int(n)) => Ok(n),
             None => Err(self.unset(key)),
@@ -76,7 +130,7 @@ impl PassOptions {
         }
     }
     /// A `Number` option.
-    pub fn number(&self, key: &str) -> Result<f64, String> {
+    pub fn number(&self, key: &str) -> Result<f64, OptionError> {
         match self.value(key)? {
             Some(OptionValue::Number(x)) => Ok(x),
             None => Err(self.unset(key)),
@@ -85,13 +139,13 @@ impl PassOptions {
     }
     /// A `Number` option used as f32: the rounded value is checked against
     /// the declared range too (`momentum=0.999999999` rounds to 1).
-    pub fn number_f32(&self, key: &str) -> Result<f32, String> {
+    pub fn number_f32(&self, key: &str) -> Result<f32, OptionError> {
         let x = self.number(key)? as f32;
         self.info(key)?.kind.parse(&self.pass, key, &x.to_string())?;
         Ok(x)
     }
     /// A `Bytes` option (`None` when unset): `1048576`, `64KiB`, `48MiB`, `2GiB`, `10MB`.
-    pub fn bytes(&self, key: &str) -> Result<Option<u64>, String> {
+    pub fn bytes(&self, key: &str) -> Result<Option<u64>, OptionError> {
         match self.value(key)? {
             Some(OptionValue::Bytes(n)) => Ok(Some(n)),
             None => Ok(None),
@@ -99,7 +153,7 @@ impl PassOptions {
         }
     }
     /// A `Choice` option: the word, as declared.
-    pub fn choice(&self, key: &str) -> Result<&'static str, String> {
+    pub fn choice(&self, key: &str) -> Result<&'static str, OptionError> {
         match self.value(key)? {
             Some(OptionValue::Choice(w)) => Ok(w),
             None => Err(self.unset(key)),
@@ -107,7 +161,7 @@ impl PassOptions {
         }
     }
     /// A `FuncName` option, without `@` (`None` when unset).
-    pub fn func_name(&self, key: &str) -> Result<Option<String>, String> {
+    pub fn func_name(&self, key: &str) -> Result<Option<String>, OptionError> {
         match self.value(key)? {
             Some(OptionValue::Func(f)) => Ok(Some(f)),
             None => Ok(None),
@@ -115,7 +169,7 @@ impl PassOptions {
         }
     }
     /// An `Indices` option: `None` for `all`.
-    pub fn indices(&self, key: &str) -> Result<Option<Vec<usize>>, String> {
+    pub fn indices(&self, key: &str) -> Result<Option<Vec<usize>>, OptionError> {
         match self.value(key)? {
             Some(OptionValue::Indices(v)) => Ok(Some(v)),
             Some(OptionValue::All) => Ok(None),
@@ -126,7 +180,7 @@ impl PassOptions {
 }
 
 /// Parses `123`, `4KiB`, `48MiB`, `1GiB`, `10MB`, `5B`.
-pub fn parse_bytes(s: &str) -> Result<u64, String> {
+pub fn parse_bytes(s: &str) -> Result<u64, BytesError> {
     let s = s.trim();
     let split = s.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(s.len());
     let (num, unit) = s.split_at(split);
@@ -138,12 +192,12 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
         "KB" | "kB" => 1_000,
         "MB" => 1_000_000,
         "GB" => 1_000_000_000,
-        u => return Err(format!("unknown byte unit '{u}' in '{s}' (use B, KiB, MiB, GiB, KB, MB, GB)")),
+        u => return Err(BytesError::UnknownUnit { unit: u.to_string(), text: s.to_string() }),
     };
-    let v: f64 = num.parse().map_err(|_| format!("'{s}' is not a byte count"))?;
+    let v: f64 = num.parse().map_err(|_| BytesError::NotBytes(s.to_string()))?;
     let bytes = v * mult as f64;
     if !bytes.is_finite() || bytes < 0.0 || bytes > u64::MAX as f64 {
-        return Err(format!("'{s}' is out of range"));
+        return Err(BytesError::OutOfRange(s.to_string()));
     }
     Ok(bytes.round() as u64)
 }
@@ -272,7 +326,7 @@ pub trait Pass {
 }
 
 /// Parses `name{a=1 b=2},name2` into pass names with options (no lookup).
-pub fn split_pipeline(text: &str) -> Result<Vec<PassOptions>, String> {
+pub fn split_pipeline(text: &str) -> Result<Vec<PassOptions>, OptionError> {
     let mut out = Vec::new();
     let chars: Vec<char> = text.chars().collect();
     let mut i = 0;
@@ -289,16 +343,15 @@ pub fn split_pipeline(text: &str) -> Result<Vec<PassOptions>, String> {
         }
         let name: String = chars[start..i].iter().collect();
         if name.is_empty() {
-            return Err(format!("expected a pass name at position {} of '{text}'", i + 1));
+            return Err(OptionError::ExpectedPassName { pos: i + 1, text: text.to_string() });
         }
         let mut opts = PassOptions { pass: name, values: BTreeMap::new() };
         while i < chars.len() && chars[i].is_whitespace() {
             i += 1;
         }
         if i < chars.len() && chars[i] == '{' {
-            let close = chars[i..].iter().position(|&c| c == '}').map(|p| p + i).ok_or_else(|| {
-                format!("unterminated '{{' in options of pass '{}'", opts.pass)
-            })?;
+            let close =
+                chars[i..].iter().position(|&c| c == '}').map(|p| p + i).ok_or_else(|| OptionError::Unterminated(opts.pass.clone()))?;
             let body: String = chars[i + 1..close].iter().collect();
             let mut last_key: Option<String> = None;
             for item in body.split(|c: char| c == ',' || c.is_whitespace()).filter(|s| !s.is_empty()) {
@@ -314,7 +367,7 @@ pub fn split_pipeline(text: &str) -> Result<Vec<PassOptions>, String> {
                 let (k, v) = item.split_once('=').unwrap_or((item, "true"));
                 last_key = Some(k.to_string());
                 if opts.values.insert(k.to_string(), v.to_string()).is_some() {
-                    return Err(format!("option '{k}' given twice to pass '{}'", opts.pass));
+                    return Err(OptionError::GivenTwice { pass: opts.pass.clone(), key: k.to_string() });
                 }
             }
             i = close + 1;
@@ -323,7 +376,7 @@ pub fn split_pipeline(text: &str) -> Result<Vec<PassOptions>, String> {
             i += 1;
         }
         if i < chars.len() && chars[i] != ',' {
-            return Err(format!("expected ',' after pass '{}' at position {} of '{text}'", opts.pass, i + 1));
+            return Err(OptionError::ExpectedComma { pass: opts.pass.clone(), pos: i + 1, text: text.to_string() });
         }
         out.push(opts);
     }
@@ -333,7 +386,7 @@ pub fn split_pipeline(text: &str) -> Result<Vec<PassOptions>, String> {
 /// Removes MLIR op anchors (`builtin.module(`, `func.func(` and their
 /// closing parentheses), checking that parentheses balance. Braces (pass
 /// options) are copied verbatim.
-pub fn strip_anchors(text: &str) -> Result<String, String> {
+pub fn strip_anchors(text: &str) -> Result<String, OptionError> {
     const ANCHORS: [&str; 3] = ["builtin.module(", "func.func(", "module("];
     let mut out = String::with_capacity(text.len());
     let mut depth = 0usize;
@@ -351,7 +404,7 @@ pub fn strip_anchors(text: &str) -> Result<String, String> {
                 }
             }
             if c == ')' {
-                depth = depth.checked_sub(1).ok_or_else(|| format!("unbalanced ')' in pipeline '{text}'"))?;
+                depth = depth.checked_sub(1).ok_or_else(|| OptionError::Unbalanced { paren: ')', text: text.to_string() })?;
                 out.push(',');
                 rest = &rest[1..];
                 continue;
@@ -366,7 +419,7 @@ pub fn strip_anchors(text: &str) -> Result<String, String> {
         rest = &rest[c.len_utf8()..];
     }
     if depth != 0 {
-        return Err(format!("unbalanced '(' in pipeline '{text}'"));
+        return Err(OptionError::Unbalanced { paren: '(', text: text.to_string() });
     }
     Ok(out)
 }
@@ -379,20 +432,21 @@ pub struct PipelineEntry {
 }
 
 /// Looks every pass up in the registry and checks option names and values.
-pub fn parse_pipeline(text: &str) -> Result<Vec<PipelineEntry>, String> {
+pub fn parse_pipeline(text: &str) -> Result<Vec<PipelineEntry>, OptionError> {
     let mut out = Vec::new();
     for opts in split_pipeline(&strip_anchors(text)?)? {
         let info = registry().iter().find(|p| p.name == opts.pass).ok_or_else(|| {
             let names: Vec<&str> = registry().iter().map(|p| p.name).collect();
-            format!("unknown pass '{}'; valid passes: {}", opts.pass, names.join(", "))
+            OptionError::UnknownPassOf { pass: opts.pass.clone(), valid: names.join(", ") }
         })?;
         for k in opts.values.keys() {
             if !info.options.iter().any(|o| o.name == k) {
                 let names: Vec<&str> = info.options.iter().map(|o| o.name).collect();
+                let (pass, key) = (info.name.to_string(), k.clone());
                 return Err(if names.is_empty() {
-                    format!("pass '{}' has no option '{k}' (it takes no options)", info.name)
+                    OptionError::TakesNoOptions { pass, key }
                 } else {
-                    format!("pass '{}' has no option '{k}'; valid options: {}", info.name, names.join(", "))
+                    OptionError::NoOptionOf { pass, key, valid: names.join(", ") }
                 });
             }
         }
@@ -422,7 +476,7 @@ impl PassManager {
         let timings = entries.iter().map(|e| (e.info.name.to_string(), Duration::ZERO)).collect();
         PassManager { entries, verify_each: true, stats: Statistics::default(), timings }
     }
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, OptionError> {
         Ok(Self::new(parse_pipeline(text)?))
     }
     /// Runs every pass; `after` is called with (pass name, module) after each.
@@ -587,9 +641,9 @@ mod tests {
     /// Unknown passes and options are errors that list the valid names.
     #[test]
     fn unknown_names_list_the_valid_ones() {
-        let e = parse_pipeline("cse,nope").err().expect("unknown pass");
+        let e = parse_pipeline("cse,nope").err().expect("unknown pass").to_string();
         assert!(e.contains("unknown pass 'nope'") && e.contains("canonicalize") && e.contains("dce"), "{e}");
-        let e = parse_pipeline("dce{x=1}").err().expect("unknown option");
+        let e = parse_pipeline("dce{x=1}").err().expect("unknown option").to_string();
         assert!(e.contains("pass 'dce' has no option 'x'"), "{e}");
         assert!(parse_pipeline("").map(|p| p.is_empty()).unwrap_or(false));
     }
@@ -613,13 +667,13 @@ mod tests {
         let lr: f64 = sgd.option("lr").map(|o| o.default).unwrap_or_default().parse().unwrap();
         assert_eq!(PassOptions::new("sgd").number("lr"), Ok(lr));
         let o = &split_pipeline("sgd{lr=1e40 momentum=0.999999999}").unwrap()[0];
-        assert_eq!(o.number_f32("lr"), Err("option 'lr' of pass 'sgd' must be a positive number, got inf".to_string()));
-        assert_eq!(o.number_f32("momentum"), Err("option 'momentum' of pass 'sgd' must be in [0, 1), got 1".to_string()));
+        assert_eq!(o.number_f32("lr").map_err(|e| e.to_string()), Err("option 'lr' of pass 'sgd' must be a positive number, got inf".to_string()));
+        assert_eq!(o.number_f32("momentum").map_err(|e| e.to_string()), Err("option 'momentum' of pass 'sgd' must be in [0, 1), got 1".to_string()));
     }
     /// Values are checked against their kind when the pipeline is parsed.
     #[test]
     fn pipeline_parse_checks_values_against_their_kind() {
-        let err = |p: &str| parse_pipeline(p).err().unwrap_or_else(|| panic!("{p} parses"));
+        let err = |p: &str| parse_pipeline(p).err().unwrap_or_else(|| panic!("{p} parses")).to_string();
         assert_eq!(err("remat{k=0}"), "option 'k' of pass 'remat' must be at least 1");
         assert_eq!(err("remat{k=x}"), "option 'k' of pass 'remat' expects a non-negative integer, got 'x'");
         assert_eq!(err("memplan{align=48}"), "option 'align' of pass 'memplan' must be a power of two, got 48");

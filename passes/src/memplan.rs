@@ -421,7 +421,7 @@ impl Pass for MemplanPass {
 }
 
 /// Registry constructor (`align` is a power of two by its kind).
-pub fn build(opts: &PassOptions) -> Result<Box<dyn Pass>, String> {
+pub fn build(opts: &PassOptions) -> Result<Box<dyn Pass>, crate::manager::OptionError> {
     Ok(Box::new(MemplanPass { align: opts.int("align")?, check: opts.flag("check")? }))
 }
 

@@ -11,7 +11,7 @@
 //! kind), the help text of `--pass-statistics`, and the docs check
 //! (`passes/tests/docs.rs`). Adding a pass = one entry here.
 
-use crate::manager::{Pass, PassOptions, parse_bytes};
+use crate::manager::{OptionError, Pass, PassOptions, parse_bytes};
 use std::fmt;
 
 /// What values an option takes; `OptionKind::parse` checks a value once, at
@@ -69,31 +69,31 @@ fn join_or(words: &[&str]) -> String {
 impl OptionKind {
     /// Parses `value` of option `option` of pass `pass`; the error is the
     /// pipeline parser's ("option 'k' of pass 'remat' must be at least 1").
-    pub fn parse(&self, pass: &str, option: &str, value: &str) -> Result<OptionValue, String> {
-        let what = format!("option '{option}' of pass '{pass}'");
-        let uint = |v: &str| v.parse::<u64>().map_err(|_| format!("{what} expects a non-negative integer, got '{v}'"));
+    pub fn parse(&self, pass: &str, option: &str, value: &str) -> Result<OptionValue, OptionError> {
+        let bad = |problem: String| OptionError::BadValue { pass: pass.to_string(), key: option.to_string(), problem };
+        let uint = |v: &str| v.parse::<u64>().map_err(|_| bad(format!("expects a non-negative integer, got '{v}'")));
         Ok(match *self {
             OptionKind::Bool => match value {
                 "true" | "1" => OptionValue::Bool(true),
                 "false" | "0" => OptionValue::Bool(false),
-                v => return Err(format!("{what} expects true or false, got '{v}'")),
+                v => return Err(bad(format!("expects true or false, got '{v}'"))),
             },
             OptionKind::Int { min } => {
                 let n = uint(value)?;
                 if n < min {
-                    return Err(format!("{what} must be at least {min}"));
+                    return Err(bad(format!("must be at least {min}")));
                 }
                 OptionValue::Int(n)
             }
             OptionKind::PowerOfTwo => {
                 let n = uint(value)?;
                 if !n.is_power_of_two() {
-                    return Err(format!("{what} must be a power of two, got {n}"));
+                    return Err(bad(format!("must be a power of two, got {n}")));
                 }
                 OptionValue::Int(n)
             }
             OptionKind::Number { min, max } => {
-                let x: f64 = value.trim().parse().map_err(|_| format!("{what} expects a number, got '{value}'"))?;
+                let x: f64 = value.trim().parse().map_err(|_| bad(format!("expects a number, got '{value}'")))?;
                 let above = match min {
                     Bound::Unbounded => true,
                     Bound::Closed(a) => x >= a,
@@ -105,19 +105,23 @@ impl OptionKind {
                     Bound::Open(b) => x < b,
                 };
                 if !(x.is_finite() && above && below) {
-                    return Err(format!("{what} must be {}, got {x}", self.number_range()));
+                    return Err(bad(format!("must be {}, got {x}", self.number_range())));
                 }
                 OptionValue::Number(x)
             }
-            OptionKind::Bytes => OptionValue::Bytes(parse_bytes(value).map_err(|e| format!("{what}: {e}"))?),
+            OptionKind::Bytes => OptionValue::Bytes(parse_bytes(value).map_err(|source| OptionError::BadBytes {
+                pass: pass.to_string(),
+                key: option.to_string(),
+                source,
+            })?),
             OptionKind::Choice(words) => match words.iter().find(|w| **w == value) {
                 Some(w) => OptionValue::Choice(w),
-                None => return Err(format!("{what} must be {}, got '{value}'", join_or(words))),
+                None => return Err(bad(format!("must be {}, got '{value}'", join_or(words)))),
             },
             OptionKind::FuncName => {
                 let name = value.trim_start_matches('@');
                 if name.is_empty() {
-                    return Err(format!("{what} is empty"));
+                    return Err(bad("is empty".into()));
                 }
                 OptionValue::Func(name.to_string())
             }
@@ -127,12 +131,14 @@ impl OptionKind {
                 }
                 let mut v = Vec::new();
                 for item in value.split([',', ' ', ':']).filter(|s| !s.is_empty()) {
-                    v.push(item.trim().parse::<usize>().map_err(|_| {
-                        format!("{what} expects 'all' or argument indices like 0,2; got '{value}'")
-                    })?);
+                    v.push(
+                        item.trim()
+                            .parse::<usize>()
+                            .map_err(|_| bad(format!("expects 'all' or argument indices like 0,2; got '{value}'")))?,
+                    );
                 }
                 if v.is_empty() {
-                    return Err(format!("{what} is empty"));
+                    return Err(bad("is empty".into()));
                 }
                 OptionValue::Indices(v)
             }
@@ -223,7 +229,7 @@ pub struct PassInfo {
     pub summary: &'static str,
     pub options: &'static [OptionInfo],
     pub statistics: &'static [StatInfo],
-    pub build: fn(&PassOptions) -> Result<Box<dyn Pass>, String>,
+    pub build: fn(&PassOptions) -> Result<Box<dyn Pass>, OptionError>,
 }
 
 impl PassInfo {
@@ -444,18 +450,18 @@ mod tests {
     #[test]
     fn kinds_check_and_show_values() {
         let k = Int { min: 1 };
-        assert_eq!(k.parse("remat", "k", "0"), Err("option 'k' of pass 'remat' must be at least 1".into()));
+        assert_eq!(k.parse("remat", "k", "0").map_err(|e| e.to_string()), Err("option 'k' of pass 'remat' must be at least 1".into()));
         assert_eq!(k.parse("remat", "k", "3"), Ok(OptionValue::Int(3)));
-        assert_eq!(PowerOfTwo.parse("memplan", "align", "48"), Err("option 'align' of pass 'memplan' must be a power of two, got 48".into()));
+        assert_eq!(PowerOfTwo.parse("memplan", "align", "48").map_err(|e| e.to_string()), Err("option 'align' of pass 'memplan' must be a power of two, got 48".into()));
         let lr = Number { min: Bound::Open(0.0), max: Bound::Unbounded };
-        assert_eq!(lr.parse("sgd", "lr", "-1"), Err("option 'lr' of pass 'sgd' must be a positive number, got -1".into()));
+        assert_eq!(lr.parse("sgd", "lr", "-1").map_err(|e| e.to_string()), Err("option 'lr' of pass 'sgd' must be a positive number, got -1".into()));
         assert_eq!(lr.to_string(), "number > 0");
         let m = Number { min: Bound::Closed(0.0), max: Bound::Open(1.0) };
-        assert_eq!(m.parse("sgd", "momentum", "1"), Err("option 'momentum' of pass 'sgd' must be in [0, 1), got 1".into()));
+        assert_eq!(m.parse("sgd", "momentum", "1").map_err(|e| e.to_string()), Err("option 'momentum' of pass 'sgd' must be in [0, 1), got 1".into()));
         assert!(m.parse("sgd", "momentum", "nan").is_err());
         assert_eq!(m.to_string(), "number in [0, 1)");
         let c = Choice(&["a", "b", "c"]);
-        assert_eq!(c.parse("p", "mode", "d"), Err("option 'mode' of pass 'p' must be a, b or c, got 'd'".into()));
+        assert_eq!(c.parse("p", "mode", "d").map_err(|e| e.to_string()), Err("option 'mode' of pass 'p' must be a, b or c, got 'd'".into()));
         assert_eq!(c.to_string(), "a, b or c");
         assert_eq!(Indices.parse("autodiff", "wrt", "0,2"), Ok(OptionValue::Indices(vec![0, 2])));
         assert_eq!(Indices.parse("autodiff", "wrt", "all"), Ok(OptionValue::All));

@@ -41,7 +41,7 @@ pub mod curve;
 pub mod emit;
 pub mod plan;
 
-use crate::manager::{Pass, PassOptions, Statistics};
+use crate::manager::{OptionError, Pass, PassOptions, Statistics};
 use ckopt_ir::{Diag, Diags, Func, Module};
 use chain::{Chain, build_chain};
 use emit::{Emitted, Strategy, apply};
@@ -497,17 +497,17 @@ impl Pass for RematPass {
     }
 }
 
-fn positive_bytes(o: &PassOptions, key: &str) -> Result<Option<u64>, String> {
+fn positive_bytes(o: &PassOptions, key: &str) -> Result<Option<u64>, OptionError> {
     match o.bytes(key)? {
-        Some(0) => Err(format!("option '{key}' of pass 'remat' must be more than 0 bytes")),
+        Some(0) => Err(OptionError::BadValue { pass: "remat".into(), key: key.into(), problem: "must be more than 0 bytes".into() }),
         v => Ok(v),
     }
 }
 
 /// Reads the options; defaults and value checks come from remat's record in the registry.
-pub fn parse_options(o: &PassOptions) -> Result<RematOptions, String> {
+pub fn parse_options(o: &PassOptions) -> Result<RematOptions, OptionError> {
     let mode = o.choice("mode")?;
-    let mode = Mode::parse(mode).ok_or_else(|| format!("remat: mode '{mode}' has no plan"))?;
+    let mode = Mode::parse(mode).ok_or_else(|| OptionError::Pass { pass: "remat".into(), message: format!("mode '{mode}' has no plan") })?;
     Ok(RematOptions {
         mode,
         budget: positive_bytes(o, "budget")?,
@@ -520,7 +520,7 @@ pub fn parse_options(o: &PassOptions) -> Result<RematOptions, String> {
     })
 }
 
-pub fn build(o: &PassOptions) -> Result<Box<dyn Pass>, String> {
+pub fn build(o: &PassOptions) -> Result<Box<dyn Pass>, OptionError> {
     Ok(Box::new(RematPass { opts: parse_options(o)? }))
 }
 

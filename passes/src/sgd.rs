@@ -260,10 +260,10 @@ impl Pass for SgdPass {
 
 /// Reads the options; defaults and value checks (`lr` > 0, `momentum` in
 /// [0, 1)) come from sgd's record in the registry.
-pub fn parse_options(o: &PassOptions) -> Result<SgdOptions, String> {
+pub fn parse_options(o: &PassOptions) -> Result<SgdOptions, crate::manager::OptionError> {
     Ok(SgdOptions { lr: o.number_f32("lr")?, momentum: o.number_f32("momentum")?, func: o.func_name("func")? })
 }
 
-pub fn build(o: &PassOptions) -> Result<Box<dyn Pass>, String> {
+pub fn build(o: &PassOptions) -> Result<Box<dyn Pass>, crate::manager::OptionError> {
     Ok(Box::new(SgdPass { opts: parse_options(o)? }))
 }

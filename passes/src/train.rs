@@ -46,7 +46,7 @@ pub fn plan_if_needed(module: &mut Module, func: &str, pipeline: &str) -> Result
         return Ok(false);
     }
     let mut one = Module { funcs: vec![f.clone()] };
-    let mut pm = crate::PassManager::parse(pipeline).map_err(|m| ckopt_ir::Diags::from(Diag::error(f.loc.clone(), m)))?;
+    let mut pm = crate::PassManager::parse(pipeline).map_err(|m| ckopt_ir::Diags::from(Diag::error(f.loc.clone(), m.to_string())))?;
     pm.run(&mut one)?;
     crate::memplan_check::check_func(&one.funcs[0], crate::memplan::default_align())?;
     if let (Some(slot), Some(planned)) = (module.func_mut(func), one.funcs.pop()) {

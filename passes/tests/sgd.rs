@@ -143,9 +143,9 @@ fn dropout_masks_follow_the_step_key() {
 /// Bad options and missing gradients are errors naming the problem.
 #[test]
 fn errors_name_the_option_or_function() {
-    let e = PassManager::parse("sgd{lr=0}").err().expect("lr 0");
+    let e = PassManager::parse("sgd{lr=0}").err().expect("lr 0").to_string();
     assert!(e.contains("'lr'"), "{e}");
-    let e = PassManager::parse("sgd{momentum=1.5}").err().expect("momentum");
+    let e = PassManager::parse("sgd{momentum=1.5}").err().expect("momentum").to_string();
     assert!(e.contains("'momentum'"), "{e}");
     let mut m = generate(ModelKind::Mlp, &GenOptions::default()).expect("generates");
     let e = sgd(&mut m, &SgdOptions { func: Some("mlp".into()), ..Default::default() }).expect_err("no grad");

@@ -231,7 +231,7 @@ impl CpuExecutor {
         if split >= 2 && work >= PAR_MIN_WORK && self.threads > 1 {
             let parts = (self.threads as u64).min(split);
             let sp: Vec<SendPtr> = ptrs.iter().map(|&p| SendPtr(p)).collect();
-            let errs: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+            let errs: std::sync::Mutex<Vec<ckopt_lower::LowerError>> = std::sync::Mutex::new(Vec::new());
             rayon::scope(|sc| {
                 for t in 0..parts {
                     let (lo, hi) = (split * t / parts, split * (t + 1) / parts);
@@ -249,12 +249,12 @@ impl CpuExecutor {
                 }
             });
             return match errs.into_inner().unwrap_or_default().into_iter().next() {
-                Some(e) => Err(RuntimeError::Other(e)),
+                Some(e) => Err(RuntimeError::Lower(e)),
                 None => Ok(()),
             };
         }
         // SAFETY: pointers into live buffers of the sizes the kernel expects.
-        unsafe { kernels.call(k, &ptrs, 0, split as i64) }.map_err(RuntimeError::Other)
+        Ok(unsafe { kernels.call(k, &ptrs, 0, split as i64) }?)
     }
 
     /// Reads result `j` after a step.

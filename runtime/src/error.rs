@@ -68,7 +68,12 @@ pub enum RuntimeError {
     /// argument, result or kernel; a wrong argument shape).
     #[error("{0}")]
     Bundle(String),
-    /// Anything else (errors of the kernels' JIT and emulation, lock poisoning).
+    /// Calling a JIT-compiled cpu kernel, or compiling and running the cuda
+    /// emulation, failed.
+    #[cfg(feature = "lower")]
+    #[error(transparent)]
+    Lower(#[from] ckopt_lower::LowerError),
+    /// Anything else (lock poisoning, a timer not started).
     #[error("{0}")]
     Other(String),
 }

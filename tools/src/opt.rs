@@ -18,7 +18,7 @@
 use crate::input::Source;
 use ckopt_ir::{Diags, Module, print_module, verify_module};
 use ckopt_passes::analysis::{MemoryReport, module_report};
-use ckopt_passes::manager::{PassManager, parse_pipeline};
+use ckopt_passes::manager::{OptionError, PassManager, parse_pipeline};
 
 /// What to do (the flags of `ckopt-opt` that concern processing).
 #[derive(Clone, Debug)]
@@ -98,7 +98,7 @@ fn printable(m: &Module) -> bool {
 
 /// Runs the driver over `src`. `Err` is a pipeline error (unknown pass or
 /// option, bad option value): a message that lists the valid names.
-pub fn run_opt(cfg: &OptConfig, src: &Source) -> Result<OptOutput, String> {
+pub fn run_opt(cfg: &OptConfig, src: &Source) -> Result<OptOutput, OptionError> {
     // Validate the pipeline before reading any case, as mlir-opt does.
     let mut pm = PassManager::new(parse_pipeline(&cfg.pipeline)?);
     pm.verify_each = cfg.verify_each;
@@ -229,6 +229,6 @@ mod tests {
     fn bad_pipeline_is_an_error() {
         let cfg = OptConfig { pipeline: "nope".into(), ..OptConfig::default() };
         let e = run_opt(&cfg, &src("not even ir")).expect_err("unknown pass");
-        assert!(e.contains("unknown pass 'nope'"));
+        assert!(e.to_string().contains("unknown pass 'nope'"));
     }
 }

@@ -36,7 +36,7 @@ pub fn save_params(path: &str, f: &Func, args: &[Tensor]) -> Result<usize, ToolE
     if out.is_empty() {
         return Err(ToolError::msg(format!("--params-out: @{} has no {{ck.param}} arguments to write", f.name)));
     }
-    let bytes = write_safetensors(&out).map_err(ToolError::msg)?;
+    let bytes = write_safetensors(&out).map_err(|e| ToolError::msg(e.to_string()))?;
     std::fs::write(path, bytes).map_err(|e| ToolError::msg(format!("cannot write '{path}': {e}")))?;
     Ok(out.len())
 }

@@ -1,98 +1,224 @@
-//! Elementwise ops: result element `idx` from operand elements `idx`
-//! (unary and binary arithmetic, math functions, dropout, fill).
+//! Elementwise ops (unary and binary arithmetic, math functions, dropout,
+//! fill): the one definition of their per-element arithmetic.
+//!
+//! Both emitters use these functions: `element` (one scalar f32 per result
+//! element, single-op kernels) through `Em`, and the fused kernels' vector
+//! emitter (`crate::vemit`, `w` lanes at a time) through `VEm`. The formulas
+//! are the interpreter's (`ckopt_interp::eval`), op for op: the same f32
+//! operations in the same order (an exact division for rsqrt and sigmoid, not
+//! an approximate reciprocal), so results are bit-identical to the
+//! interpreter whichever emitter ran.
 //!
 //! Dropout reproduces the interpreter's SplitMix64 mask bit for bit: its
-//! key, multipliers and unit-interval mapping are those of
-//! `ckopt_ir::random` (the one definition), emitted as i64 arithmetic.
+//! key (with the optional step key operand mixed in), multipliers and
+//! unit-interval mapping are those of `ckopt_ir::random` (the one
+//! definition), emitted as i64 arithmetic.
 
 use super::{Ctx, Em};
-use ckopt_ir::Diag;
-use ckopt_ir::random::{MIX_MUL, dropout_key};
+use ckopt_ir::random::{GOLDEN, MIX_MUL, dropout_key};
+use ckopt_ir::{Attr, Diag, Op, OpKind};
 
-/// `y = OP x` for a one-operand MLIR op `OP` (`arith.negf`, `math.exp`, ...).
-pub(super) fn unary(em: &mut Em, c: &Ctx, mlir_op: &str) -> Result<String, Diag> {
-    let x = em.load(&c.ins[0], c.idx);
-    Ok(em.op(&format!("{mlir_op} {x} : f32")))
+/// The value type an elementwise formula computes in: scalar `f32` (`Em`,
+/// one lane) or `vector<w x f32>` (`VEm`, `w` lanes), and its constants.
+pub trait Lanes {
+    fn em(&mut self) -> &mut Em;
+    /// The number of lanes (1: scalars).
+    fn lanes(&self) -> usize;
+    /// An f32 constant of the value type.
+    fn cf(&mut self, v: f32) -> String;
+    /// An i64 constant of the i64 value type (`i64` or `vector<w x i64>`).
+    fn ci64(&mut self, v: u64) -> String;
 }
 
-/// `1 / (1 + exp(-x))`.
-pub(super) fn sigmoid(em: &mut Em, c: &Ctx) -> Result<String, Diag> {
-    let x = em.load(&c.ins[0], c.idx);
-    let n = em.op(&format!("arith.negf {x} : f32"));
-    let e = em.op(&format!("math.exp {n} : f32"));
-    let one = em.cf(1.0);
-    let d = em.fbin("addf", &one, &e);
-    Ok(em.fbin("divf", &one, &d))
-}
-
-/// `x > 0 ? x : 0`.
-pub(super) fn relu(em: &mut Em, c: &Ctx) -> Result<String, Diag> {
-    let x = em.load(&c.ins[0], c.idx);
-    let z = em.cf(0.0);
-    let cond = em.op(&format!("arith.cmpf ogt, {x}, {z} : f32"));
-    Ok(em.op(&format!("arith.select {cond}, {x}, {z} : f32")))
-}
-
-/// `value * x`.
-pub(super) fn scale(em: &mut Em, c: &Ctx) -> Result<String, Diag> {
-    let x = em.load(&c.ins[0], c.idx);
-    let v = em.cf(c.f32_attr("value")?);
-    Ok(em.fbin("mulf", &v, &x))
-}
-
-/// `keep ? x / (1 - rate) : 0` with `keep = unit_f32(mix64(key ^ idx)) >= rate`
-/// and `key = dropout_key(seed, None)` (`ckopt_ir::random`); `unit_f32` is
-/// `(h >> 40) * 2^-24`.
-pub(super) fn dropout(em: &mut Em, c: &Ctx) -> Result<String, Diag> {
-    let x = em.load(&c.ins[0], c.idx);
-    let rate = c.f32_attr("rate")?;
-    let seed = c.int_attr("seed")?;
-    let base = dropout_key(seed, None);
-    let i64c = |em: &mut Em, v: u64| em.op(&format!("arith.constant {} : i64", v as i64));
-    let i = em.op(&format!("arith.index_cast {} : index to i64", c.idx));
-    let b = i64c(em, base);
-    // mix64(b ^ i), as in `ckopt_ir::random::mix64`.
-    let mut z = em.op(&format!("arith.xori {b}, {i} : i64"));
-    for (sh, mul) in [(30u64, MIX_MUL[0]), (27, MIX_MUL[1])] {
-        let s = i64c(em, sh);
-        let t = em.op(&format!("arith.shrui {z}, {s} : i64"));
-        let x2 = em.op(&format!("arith.xori {z}, {t} : i64"));
-        let m = i64c(em, mul);
-        z = em.op(&format!("arith.muli {x2}, {m} : i64"));
+impl Lanes for Em {
+    fn em(&mut self) -> &mut Em {
+        self
     }
-    let s31 = i64c(em, 31);
-    let t = em.op(&format!("arith.shrui {z}, {s31} : i64"));
-    let h = em.op(&format!("arith.xori {z}, {t} : i64"));
-    let s40 = i64c(em, 40);
-    let top = em.op(&format!("arith.shrui {h}, {s40} : i64"));
-    let fl = em.op(&format!("arith.uitofp {top} : i64 to f32"));
-    let sc = em.cf(1.0 / 16_777_216.0);
-    let u = em.fbin("mulf", &fl, &sc);
-    let r = em.cf(rate);
-    let keep = em.op(&format!("arith.cmpf oge, {u}, {r} : f32"));
-    let q = em.cf(1.0 - rate);
-    let y = em.fbin("divf", &x, &q);
-    let z0 = em.cf(0.0);
-    Ok(em.op(&format!("arith.select {keep}, {y}, {z0} : f32")))
+    fn lanes(&self) -> usize {
+        1
+    }
+    fn cf(&mut self, v: f32) -> String {
+        Em::cf(self, v)
+    }
+    fn ci64(&mut self, v: u64) -> String {
+        self.op(&format!("arith.constant {} : i64", v as i64))
+    }
 }
 
-/// `a OP b` for an `arith` f32 op `OP` (`addf`, `maxnumf`, ...).
-pub(super) fn binary(em: &mut Em, c: &Ctx, arith_op: &str) -> Result<String, Diag> {
-    let a = em.load(&c.ins[0], c.idx);
-    let b = em.load(&c.ins[1], c.idx);
-    Ok(em.fbin(arith_op, &a, &b))
+/// `elem`, or `vector<w x elem>` with `w` lanes.
+pub fn lane_ty<L: Lanes + ?Sized>(l: &L, elem: &str) -> String {
+    if l.lanes() == 1 { elem.into() } else { format!("vector<{}x{elem}>", l.lanes()) }
+}
+fn fbin<L: Lanes + ?Sized>(l: &mut L, op: &str, a: &str, b: &str) -> String {
+    let t = lane_ty(l, "f32");
+    l.em().op(&format!("arith.{op} {a}, {b} : {t}"))
+}
+fn fun<L: Lanes + ?Sized>(l: &mut L, op: &str, a: &str) -> String {
+    let t = lane_ty(l, "f32");
+    l.em().op(&format!("{op} {a} : {t}"))
+}
+fn cmpf<L: Lanes + ?Sized>(l: &mut L, pred: &str, a: &str, b: &str) -> String {
+    let t = lane_ty(l, "f32");
+    l.em().op(&format!("arith.cmpf {pred}, {a}, {b} : {t}"))
+}
+fn select<L: Lanes + ?Sized>(l: &mut L, c: &str, a: &str, b: &str) -> String {
+    let t = lane_ty(l, "f32");
+    if l.lanes() == 1 {
+        l.em().op(&format!("arith.select {c}, {a}, {b} : {t}"))
+    } else {
+        let ct = lane_ty(l, "i1");
+        l.em().op(&format!("arith.select {c}, {a}, {b} : {ct}, {t}"))
+    }
 }
 
-/// `a > 0 ? b : 0` (relu's gradient: `a` the input, `b` the incoming gradient).
-pub(super) fn relu_grad(em: &mut Em, c: &Ctx) -> Result<String, Diag> {
-    let a = em.load(&c.ins[0], c.idx);
-    let b = em.load(&c.ins[1], c.idx);
-    let z = em.cf(0.0);
-    let cond = em.op(&format!("arith.cmpf ogt, {a}, {z} : f32"));
-    Ok(em.op(&format!("arith.select {cond}, {b}, {z} : f32")))
+fn f32_attr(op: &Op, name: &str) -> Result<f32, Diag> {
+    op.attrs.get(name).and_then(Attr::as_f32).ok_or_else(|| {
+        Diag::error(op.loc.clone(), format!("'{}' op needs f32 attribute '{name}'", op.kind.full_name()))
+    })
+}
+fn int_attr(op: &Op, name: &str) -> Result<i64, Diag> {
+    op.int_attr(name).ok_or_else(|| Diag::error(op.loc.clone(), format!("'{}' op: needs i64 attribute '{name}'", op.kind.full_name())))
 }
 
-/// The constant `value`.
-pub(super) fn fill(em: &mut Em, c: &Ctx) -> Result<String, Diag> {
-    Ok(em.cf(c.f32_attr("value")?))
+/// The value of elementwise op `op` (or fill) from its operand values `xs`
+/// (of the value type, at one index), as the interpreter computes it.
+/// Dropout needs the element's index and key: see `dropout`.
+pub fn formula<L: Lanes + ?Sized>(l: &mut L, op: &Op, xs: &[String]) -> Result<String, Diag> {
+    use OpKind::*;
+    let x = |i: usize| -> Result<&str, Diag> {
+        xs.get(i).map(String::as_str).ok_or_else(|| Diag::error(op.loc.clone(), format!("'{}' op: operand {i} is missing", op.kind.full_name())))
+    };
+    Ok(match op.kind {
+        Neg => fun(l, "arith.negf", x(0)?),
+        Exp => fun(l, "math.exp", x(0)?),
+        Log => fun(l, "math.log", x(0)?),
+        Tanh => fun(l, "math.tanh", x(0)?),
+        Sqrt => fun(l, "math.sqrt", x(0)?),
+        Erf => fun(l, "math.erf", x(0)?),
+        // `1 / sqrt(x)`: an exact division, as the interpreter (not `math.rsqrt`,
+        // which the cuda backend lowers to an approximate reciprocal).
+        Rsqrt => {
+            let s = fun(l, "math.sqrt", x(0)?);
+            let one = l.cf(1.0);
+            fbin(l, "divf", &one, &s)
+        }
+        // `1 / (1 + exp(-x))`.
+        Sigmoid => {
+            let n = fun(l, "arith.negf", x(0)?);
+            let e = fun(l, "math.exp", &n);
+            let one = l.cf(1.0);
+            let d = fbin(l, "addf", &one, &e);
+            fbin(l, "divf", &one, &d)
+        }
+        // `x > 0 ? x : 0`.
+        Relu => {
+            let a = x(0)?;
+            let z = l.cf(0.0);
+            let c = cmpf(l, "ogt", a, &z);
+            select(l, &c, a, &z)
+        }
+        // `value * x`.
+        Scale => {
+            let v = l.cf(f32_attr(op, "value")?);
+            fbin(l, "mulf", &v, x(0)?)
+        }
+        Add | Sub | Mul | Div | Max => {
+            let o = match op.kind {
+                Add => "addf",
+                Sub => "subf",
+                Mul => "mulf",
+                Div => "divf",
+                _ => "maxnumf",
+            };
+            fbin(l, o, x(0)?, x(1)?)
+        }
+        // `a > 0 ? b : 0` (relu's gradient: `a` the input, `b` the incoming gradient).
+        ReluGrad => {
+            let z = l.cf(0.0);
+            let c = cmpf(l, "ogt", x(0)?, &z);
+            select(l, &c, x(1)?, &z)
+        }
+        Fill => l.cf(f32_attr(op, "value")?),
+        other => return Err(Diag::error(op.loc.clone(), format!("'{}' op: not an elementwise formula", other.full_name()))),
+    })
+}
+
+/// The scalar i64 key of dropout op `op`: `dropout_key(seed, step)` of
+/// `ckopt_ir::random`, with `step` the bits of the step key operand's value
+/// (`step`, a scalar f32 SSA value) when it has one. Emit with one lane.
+pub fn dropout_key_value<L: Lanes + ?Sized>(l: &mut L, op: &Op, step: Option<&str>) -> Result<String, Diag> {
+    let k = dropout_key(int_attr(op, "seed")?, None);
+    Ok(match step {
+        None => l.em().op(&format!("arith.constant {} : i64", k as i64)),
+        Some(sv) => {
+            let em = l.em();
+            let bits = em.op(&format!("arith.bitcast {sv} : f32 to i32"));
+            let wide = em.op(&format!("arith.extui {bits} : i32 to i64"));
+            let g = em.op(&format!("arith.constant {} : i64", GOLDEN as i64));
+            let m = em.op(&format!("arith.muli {wide}, {g} : i64"));
+            let k0 = em.op(&format!("arith.constant {} : i64", k as i64));
+            let x = em.op(&format!("arith.xori {k0}, {m} : i64"));
+            mix(l, &x)
+        }
+    })
+}
+
+/// `keep ? x / (1 - rate) : 0` with `keep = unit_f32(mix64(key ^ index)) >= rate`
+/// (`ckopt_ir::random`); `unit_f32` is `(h >> 40) * 2^-24`. `x` and `index`
+/// (the operand's flat index as i64) are of the value type, `key` a scalar
+/// i64 (`dropout_key_value`), splat to `keyv` of the i64 value type.
+pub fn dropout<L: Lanes + ?Sized>(l: &mut L, op: &Op, x: &str, index: &str, keyv: &str) -> Result<String, Diag> {
+    let rate = f32_attr(op, "rate")?;
+    let it = lane_ty(l, "i64");
+    let z = l.em().op(&format!("arith.xori {keyv}, {index} : {it}"));
+    let h = mix(l, &z);
+    let s40 = l.ci64(40);
+    let top = l.em().op(&format!("arith.shrui {h}, {s40} : {it}"));
+    let t = lane_ty(l, "f32");
+    let fl = l.em().op(&format!("arith.uitofp {top} : {it} to {t}"));
+    let sc = l.cf(1.0 / 16_777_216.0);
+    let u = fbin(l, "mulf", &fl, &sc);
+    let r = l.cf(rate);
+    let keep = cmpf(l, "oge", &u, &r);
+    let q = l.cf(1.0 - rate);
+    let y = fbin(l, "divf", x, &q);
+    let z0 = l.cf(0.0);
+    Ok(select(l, &keep, &y, &z0))
+}
+
+/// SplitMix64's output function (`ckopt_ir::random::mix64`) on an i64 of the value type.
+fn mix<L: Lanes + ?Sized>(l: &mut L, z: &str) -> String {
+    let t = lane_ty(l, "i64");
+    let mut z = z.to_string();
+    for (sh, mul) in [(30u64, MIX_MUL[0]), (27, MIX_MUL[1])] {
+        let s = l.ci64(sh);
+        let tt = l.em().op(&format!("arith.shrui {z}, {s} : {t}"));
+        let x2 = l.em().op(&format!("arith.xori {z}, {tt} : {t}"));
+        let m = l.ci64(mul);
+        z = l.em().op(&format!("arith.muli {x2}, {m} : {t}"));
+    }
+    let s31 = l.ci64(31);
+    let tt = l.em().op(&format!("arith.shrui {z}, {s31} : {t}"));
+    l.em().op(&format!("arith.xori {z}, {tt} : {t}"))
+}
+
+/// Result element `c.idx` of an elementwise op (or fill): its operands
+/// loaded at `c.idx` (dropout's rank-0 step key at 0), then `formula`.
+pub(super) fn element(em: &mut Em, c: &Ctx) -> Result<String, Diag> {
+    let op = c.op;
+    if op.kind == OpKind::Dropout {
+        let x = em.load(&c.ins[0], c.idx);
+        let step = match c.ins.get(1) {
+            Some(m) => {
+                let c0 = em.ci(0);
+                Some(em.load(m, &c0))
+            }
+            None => None,
+        };
+        let key = dropout_key_value(em, op, step.as_deref())?;
+        let i = em.op(&format!("arith.index_cast {} : index to i64", c.idx));
+        return dropout(em, op, &x, &i, &key);
+    }
+    let xs: Vec<String> = c.ins.iter().map(|m| em.load(m, c.idx)).collect();
+    formula(em, op, &xs)
 }

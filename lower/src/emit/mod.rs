@@ -25,11 +25,11 @@
 //! (convolutions, pools and their gradients).
 
 use ckopt_ir::ops::attr_ints;
-use ckopt_ir::{Attr, Diag, Func, Op, OpKind};
+use ckopt_ir::{Diag, Func, Op, OpKind};
 use std::fmt::Write;
 
 mod conv;
-mod elementwise;
+pub(crate) mod elementwise;
 mod movement;
 mod reduce;
 
@@ -308,11 +308,6 @@ impl Ctx<'_> {
     fn ints(&self, name: &str) -> Vec<i64> {
         attr_ints(&self.op.attrs, name, &[])
     }
-    fn f32_attr(&self, name: &str) -> Result<f32, Diag> {
-        self.op.attrs.get(name).and_then(Attr::as_f32).ok_or_else(|| {
-            Diag::error(self.op.loc.clone(), format!("'{}' op needs f32 attribute '{name}'", self.op.kind.full_name()))
-        })
-    }
     fn int_attr(&self, name: &str) -> Result<i64, Diag> {
         self.op.int_attr(name).ok_or_else(|| self.bad(format!("needs i64 attribute '{name}'")))
     }
@@ -329,24 +324,9 @@ pub fn element(em: &mut Em, f: &Func, op: &Op, ins: &[Mem], idx: &str) -> Result
     };
     let c = Ctx { f, op, ins, idx, ys: f.ty(res).shape.clone() };
     match op.kind {
-        Neg => elementwise::unary(em, &c, "arith.negf"),
-        Exp => elementwise::unary(em, &c, "math.exp"),
-        Log => elementwise::unary(em, &c, "math.log"),
-        Tanh => elementwise::unary(em, &c, "math.tanh"),
-        Sqrt => elementwise::unary(em, &c, "math.sqrt"),
-        Rsqrt => elementwise::unary(em, &c, "math.rsqrt"),
-        Erf => elementwise::unary(em, &c, "math.erf"),
-        Sigmoid => elementwise::sigmoid(em, &c),
-        Relu => elementwise::relu(em, &c),
-        Scale => elementwise::scale(em, &c),
-        Dropout => elementwise::dropout(em, &c),
-        Add => elementwise::binary(em, &c, "addf"),
-        Sub => elementwise::binary(em, &c, "subf"),
-        Mul => elementwise::binary(em, &c, "mulf"),
-        Div => elementwise::binary(em, &c, "divf"),
-        Max => elementwise::binary(em, &c, "maxnumf"),
-        ReluGrad => elementwise::relu_grad(em, &c),
-        Fill => elementwise::fill(em, &c),
+        Neg | Exp | Log | Tanh | Sqrt | Rsqrt | Erf | Sigmoid | Relu | Scale | Dropout | Add | Sub | Mul | Div | Max | ReluGrad | Fill => {
+            elementwise::element(em, &c)
+        }
         Constant => movement::constant(em, &c),
         Reshape => movement::reshape(em, &c),
         Broadcast => movement::broadcast(em, &c),

@@ -121,7 +121,7 @@ pub(super) fn max_pool2d_grad(c: &mut Cx) -> R {
         return Ok(());
     }
     let op = c.op;
-    let (win, stride) = pool_params(&op.attrs).map_err(|m| Diag::error(op.loc.clone(), m))?;
+    let (win, stride) = pool_params(&op.attrs).map_err(|e| Diag::error(op.loc.clone(), e.to_string()))?;
     if stride[0] < win[0] || stride[1] < win[1] {
         return Err(Diag::error(
             op.loc.clone(),

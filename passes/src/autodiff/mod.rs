@@ -96,7 +96,7 @@ pub struct AutodiffOptions {
 
 impl AutodiffOptions {
     /// Reads `wrt=all|I,J,..` and `func=NAME` (checked by their kinds in the registry).
-    pub fn from_pass_options(o: &PassOptions) -> Result<Self, String> {
+    pub fn from_pass_options(o: &PassOptions) -> Result<Self, crate::manager::OptionError> {
         let wrt = match o.indices("wrt")? {
             None => Wrt::All,
             Some(v) => Wrt::Indices(v),
@@ -443,6 +443,6 @@ impl Pass for AutodiffPass {
 }
 
 /// Registry constructor.
-pub fn build(o: &PassOptions) -> Result<Box<dyn Pass>, String> {
+pub fn build(o: &PassOptions) -> Result<Box<dyn Pass>, crate::manager::OptionError> {
     Ok(Box::new(AutodiffPass { opts: AutodiffOptions::from_pass_options(o)? }))
 }

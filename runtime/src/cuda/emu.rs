@@ -29,7 +29,7 @@ impl EmuDevice {
     /// Compiles the gpu-dialect code of `bundle`'s module (`gpu_mlir`, from
     /// `ckopt_lower::cuda_kernels_mlir` of the same kernels) for the host.
     pub fn new(gpu_mlir: &str, bundle: &Bundle) -> Result<EmuDevice, RuntimeError> {
-        let module = EmuModule::compile(gpu_mlir).map_err(RuntimeError::Other)?;
+        let module = EmuModule::compile(gpu_mlir)?;
         let mut entries: Vec<String> = bundle.kernels.iter().flat_map(|k| k.launches.iter().map(|l| l.entry.clone())).collect();
         for e in [ckopt_kernels::bundle::LIB_GEMM, ckopt_kernels::bundle::LIB_IM2COL, ckopt_kernels::bundle::LIB_COL2IM] {
             if module.has(e) {
@@ -102,7 +102,7 @@ impl Device for EmuDevice {
             return Err(RuntimeError::Other("the emulation runs 1-D launches only".into()));
         }
         // SAFETY: pointer arguments are slots of this device's allocations.
-        unsafe { self.module.launch(entry, grid[0], block[0], &a) }.map_err(RuntimeError::Other)
+        Ok(unsafe { self.module.launch(entry, grid[0], block[0], &a) }?)
     }
     fn gemm(&self, _: &GemmCall) -> Result<bool, RuntimeError> {
         Ok(false)

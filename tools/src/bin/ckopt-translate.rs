@@ -180,6 +180,7 @@ fn import_onnx(cli: &Cli) -> ExitCode {
     };
     let r = r.and_then(|()| match &cli.params_out {
         Some(p) => ckopt_onnx::write_safetensors(&params)
+            .map_err(|e| e.to_string())
             .and_then(|b| std::fs::write(p, b).map_err(|e| format!("cannot write {}: {e}", p.display()))),
         None => Ok(()),
     });
