@@ -307,7 +307,7 @@ fn loop_kernel(i: usize, k: &Kernel, shape: &[u64], flat: bool) -> Result<Kernel
     let p = params(k, 0);
     let func = &k.func;
     let outs = func.returned().to_vec();
-    let mut em = Em::new("t", 3);
+    let mut em = Em::nvptx("t", 3);
     let id = ids(&mut em, ity);
     let base = ibin(&mut em, "muli", &id.bid, &id.bdim, ity);
     let start = ibin(&mut em, "addi", &base, &id.tid, ity);
@@ -464,7 +464,7 @@ fn row_reduce(i: usize, k: &Kernel, reduce: usize) -> Result<KernelCode, Diag> {
     let pflat = flat_prologue(func, rd.xin);
     let sh = wg(b as u64);
     // Stage 1.
-    let mut em = Em::new("t", 3);
+    let mut em = Em::nvptx("t", 3);
     let id = ids(&mut em, ity);
     let hi_items = c_int(&mut em, items, ity);
     let bconst = c_int(&mut em, b as u64, ity);
@@ -533,7 +533,7 @@ fn row_reduce(i: usize, k: &Kernel, reduce: usize) -> Result<KernelCode, Diag> {
     if g > 1 {
         let b2 = block_for(g);
         let sh2 = wg(b2 as u64);
-        let mut em = Em::new("u", 3);
+        let mut em = Em::nvptx("u", 3);
         let id = ids(&mut em, ity);
         let hi_rows = c_int(&mut em, rows, ity);
         for_loop(&mut em, &id.bid, &hi_rows, &id.gdim, ity, &[], &mut |em, row, _| {
@@ -591,7 +591,7 @@ fn col_reduce(i: usize, k: &Kernel, reduce: usize) -> Result<KernelCode, Diag> {
     let scratch = if g > 1 { items } else { 0 };
     let p = params(k, scratch);
     let func = rd.func;
-    let mut em = Em::new("t", 3);
+    let mut em = Em::nvptx("t", 3);
     let id = ids(&mut em, ity);
     let base = ibin(&mut em, "muli", &id.bid, &id.bdim, ity);
     let start = ibin(&mut em, "addi", &base, &id.tid, ity);
@@ -652,7 +652,7 @@ fn col_reduce(i: usize, k: &Kernel, reduce: usize) -> Result<KernelCode, Diag> {
     let mut text = gpu_func(&name, &p, None, BLOCK, &em.out);
     let mut launches = vec![launch(name.clone(), grid_for(items, BLOCK as u64), BLOCK)];
     if g > 1 {
-        let mut em = Em::new("u", 3);
+        let mut em = Em::nvptx("u", 3);
         let id = ids(&mut em, ity);
         let base = ibin(&mut em, "muli", &id.bid, &id.bdim, ity);
         let start = ibin(&mut em, "addi", &base, &id.tid, ity);
@@ -700,7 +700,7 @@ fn single_kernel(i: usize, k: &Kernel) -> Result<KernelCode, Diag> {
         })
         .collect();
     let (m, n) = p.outs.first().cloned().ok_or_else(|| err(format!("'{}' kernel without output", op.kind.full_name())))?;
-    let mut em = Em::new("t", 3);
+    let mut em = Em::nvptx("t", 3);
     let id = ids(&mut em, "index");
     let base = ibin(&mut em, "muli", &id.bid, &id.bdim, "index");
     let start = ibin(&mut em, "addi", &base, &id.tid, "index");
@@ -755,7 +755,7 @@ fn lib_func(name: &str, params: &[String], shared: &[(String, u64)], block: u32,
 fn im2col_text() -> String {
     let mut params = vec![format!("%x: {BIG}"), format!("%cols: {BIG}")];
     params.extend(CONV_PARAMS.iter().map(|p| format!("{p}: index")));
-    let mut em = Em::new("t", 3);
+    let mut em = Em::nvptx("t", 3);
     let (start, stride) = gs_index(&mut em);
     let a = em.op("arith.muli %C, %KH : index");
     let b = em.op(&format!("arith.muli {a}, %KW : index"));
@@ -810,7 +810,7 @@ fn im2col_text() -> String {
 fn col2im_text() -> String {
     let mut params = vec![format!("%cols: {BIG}"), format!("%dx: {BIG}")];
     params.extend(CONV_PARAMS.iter().map(|p| format!("{p}: index")));
-    let mut em = Em::new("t", 3);
+    let mut em = Em::nvptx("t", 3);
     let (start, stride) = gs_index(&mut em);
     let a = em.op("arith.muli %C, %H : index");
     let total = em.op(&format!("arith.muli {a}, %W : index"));
@@ -901,7 +901,7 @@ fn gemm_text() -> String {
         "%beta: f32".into(),
     ];
     let (sa, sb) = (wg(tt), wg(tt));
-    let mut em = Em::new("t", 3);
+    let mut em = Em::nvptx("t", 3);
     let id = ids(&mut em, "index");
     let tc = em.op(&format!("arith.constant {t} : index"));
     let tx = em.op(&format!("arith.remui {}, {tc} : index", id.tid));

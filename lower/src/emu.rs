@@ -23,6 +23,17 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::{Arc, Barrier};
 
+/// `%r = llvm.call_intrinsic "llvm.nvvm.sqrt.rn.f"(%x) : (f32) -> f32` (the
+/// cuda kernels' correctly rounded sqrt) as the host's `math.sqrt`, the
+/// same correctly rounded operation.
+fn host_sqrt(line: &str) -> String {
+    let call = format!("llvm.call_intrinsic \"{}\"(", crate::emit::elementwise::NVVM_SQRT_RN);
+    match line.split_once(&call).and_then(|(head, rest)| rest.strip_suffix(") : (f32) -> f32").map(|x| (head, x))) {
+        Some((head, x)) => format!("{head}math.sqrt {x} : f32"),
+        None => line.to_string(),
+    }
+}
+
 /// A kernel argument.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum EmuArg {
@@ -114,6 +125,7 @@ fn host_text(gpu: &str) -> Result<(String, HashMap<String, Entry>), LowerError> 
             }
         }
         l = l.replace("gpu.return", "return");
+        l = host_sqrt(&l);
         out.push_str(&l);
         out.push('\n');
     }

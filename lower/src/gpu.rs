@@ -7,7 +7,8 @@
 //! code (`cuda::kernel_code`), the library kernels are added when a GEMM or
 //! a convolution needs them, and the whole `gpu.module` goes through MLIR's
 //! NVVM pipeline (`nvvm_pipeline`) into ONE PTX module. Math functions
-//! (exp, log, tanh, sigmoid, sqrt, rsqrt) are linked from libdevice
+//! (exp, log, tanh, sigmoid, erf) are linked from libdevice; sqrt and
+//! rsqrt are the correctly rounded `sqrt.rn.f32` (`emit::elementwise::sqrt`)
 //! (`CudaOptions::libdevice`, else `$CKOPT_LIBDEVICE`); without it they are
 //! a located error naming the op. GEMMs and convolutions are not kernels of
 //! the module: the runtime calls cuBLAS (or the fallback `ck_lib_gemm`).
@@ -50,7 +51,7 @@ pub type PtxOptions = CudaOptions;
 
 fn uses_math(k: OpKind) -> bool {
     use OpKind::*;
-    matches!(k, Exp | Log | Tanh | Sigmoid | Sqrt | Rsqrt | Erf)
+    matches!(k, Exp | Log | Tanh | Sigmoid | Erf)
 }
 
 fn resolve_libdevice(opts: &CudaOptions) -> Option<PathBuf> {

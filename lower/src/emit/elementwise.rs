@@ -57,6 +57,22 @@ fn fun<L: Lanes + ?Sized>(l: &mut L, op: &str, a: &str) -> String {
     let t = lane_ty(l, "f32");
     l.em().op(&format!("{op} {a} : {t}"))
 }
+/// The correctly rounded square root, as the interpreter's `f32::sqrt`.
+/// On the cpu `math.sqrt` (LLVM's `llvm.sqrt`: `sqrtss`/`vsqrtps`). In a
+/// cuda kernel the NVVM intrinsic `llvm.nvvm.sqrt.rn.f` (`sqrt.rn.f32`):
+/// MLIR's NVVM conversion turns `math.sqrt` into libdevice's `__nv_sqrtf`,
+/// which the pipeline resolves to `sqrt.approx.f32` (and `1 / sqrt` then
+/// became `rsqrt.approx.f32`). The cpu emulation of the cuda kernels maps
+/// the intrinsic back to `math.sqrt` (`crate::emu`).
+pub fn sqrt<L: Lanes + ?Sized>(l: &mut L, a: &str) -> String {
+    if l.em().nvptx && l.lanes() == 1 {
+        l.em().op(&format!("llvm.call_intrinsic \"{NVVM_SQRT_RN}\"({a}) : (f32) -> f32"))
+    } else {
+        fun(l, "math.sqrt", a)
+    }
+}
+/// The NVVM intrinsic of a correctly rounded f32 square root.
+pub const NVVM_SQRT_RN: &str = "llvm.nvvm.sqrt.rn.f";
 fn cmpf<L: Lanes + ?Sized>(l: &mut L, pred: &str, a: &str, b: &str) -> String {
     let t = lane_ty(l, "f32");
     l.em().op(&format!("arith.cmpf {pred}, {a}, {b} : {t}"))
@@ -93,12 +109,12 @@ pub fn formula<L: Lanes + ?Sized>(l: &mut L, op: &Op, xs: &[String]) -> Result<S
         Exp => fun(l, "math.exp", x(0)?),
         Log => fun(l, "math.log", x(0)?),
         Tanh => fun(l, "math.tanh", x(0)?),
-        Sqrt => fun(l, "math.sqrt", x(0)?),
+        Sqrt => sqrt(l, x(0)?),
         Erf => fun(l, "math.erf", x(0)?),
         // `1 / sqrt(x)`: an exact division, as the interpreter (not `math.rsqrt`,
         // which the cuda backend lowers to an approximate reciprocal).
         Rsqrt => {
-            let s = fun(l, "math.sqrt", x(0)?);
+            let s = sqrt(l, x(0)?);
             let one = l.cf(1.0);
             fbin(l, "divf", &one, &s)
         }

@@ -59,11 +59,19 @@ pub struct Em {
     next: usize,
     pub indent: usize,
     prefix: String,
+    /// Emitting a cuda kernel (NVPTX): operations whose upstream MLIR
+    /// lowering would be approximate there are written as NVVM intrinsics
+    /// (see `elementwise::sqrt`).
+    pub nvptx: bool,
 }
 
 impl Em {
     pub fn new(prefix: &str, indent: usize) -> Em {
-        Em { out: String::new(), next: 0, indent, prefix: prefix.to_string() }
+        Em { out: String::new(), next: 0, indent, prefix: prefix.to_string(), nvptx: false }
+    }
+    /// An emitter for cuda kernels (`nvptx` set).
+    pub fn nvptx(prefix: &str, indent: usize) -> Em {
+        Em { nvptx: true, ..Em::new(prefix, indent) }
     }
     pub fn fresh(&mut self) -> String {
         self.next += 1;

@@ -103,16 +103,20 @@ struct Cli {
     /// Translate only this function (repeatable; default: every function).
     #[arg(long, value_name = "NAME")]
     func: Vec<String>,
-    /// Output file (default stdout).
+    /// Output file (default stdout; `-` is stdout).
     #[arg(short = 'o')]
     output: Option<PathBuf>,
 }
 
 fn main() -> ExitCode {
-    let cli: Cli = match ckopt_tools::cli::parse(Cli::command()) {
+    let mut cli: Cli = match ckopt_tools::cli::parse(Cli::command()) {
         Ok(c) => c,
         Err(code) => return code,
     };
+    // `-o -` is stdout, as in ckopt-opt and ckopt-gen
+    if cli.output.as_deref() == Some(std::path::Path::new("-")) {
+        cli.output = None;
+    }
     if cli.from.is_some() {
         return import_onnx(&cli);
     }
