@@ -166,15 +166,48 @@ const MR: f64 = 190.0;
 const MT: f64 = 50.0;
 const MB: f64 = 50.0;
 
+/// One panel's scales: MiB across, forward passes up, the panel at `y0`.
+struct Frame {
+    y0: f64,
+    xmax: f64,
+    ymax: f64,
+    fwd: f64,
+    pw: f64,
+    ph: f64,
+}
+
+impl Frame {
+    fn new(c: &Curve, y0: f64) -> Frame {
+        let fwd = c.forward_flops.max(1) as f64;
+        let xmax = c.measured.iter().map(|p| mib(p.peak_bytes)).fold(0.0, f64::max).max(1e-6) * 1.05;
+        let ymax = c.measured.iter().map(|p| p.recompute_flops as f64 / fwd).fold(0.0, f64::max).max(0.1) * 1.1;
+        Frame { y0, xmax, ymax, fwd, pw: W - ML - MR, ph: PANEL_H - MT - MB }
+    }
+    fn passes(&self, f: u64) -> f64 {
+        f as f64 / self.fwd
+    }
+    fn px(&self, x: f64) -> f64 {
+        ML + x / self.xmax * self.pw
+    }
+    fn py(&self, y: f64) -> f64 {
+        self.y0 + MT + self.ph - y / self.ymax * self.ph
+    }
+}
+
+fn mib(b: u64) -> f64 {
+    b as f64 / (1u64 << 20) as f64
+}
+
+/// One function's panel: title and axes, the plans and the front, legend.
 fn panel(out: &mut String, c: &Curve, y0: f64) {
-    let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
-    let fwd = c.forward_flops.max(1) as f64;
-    let passes = |f: u64| f as f64 / fwd;
-    let xmax = c.measured.iter().map(|p| mib(p.peak_bytes)).fold(0.0, f64::max).max(1e-6) * 1.05;
-    let ymax = c.measured.iter().map(|p| passes(p.recompute_flops)).fold(0.0, f64::max).max(0.1) * 1.1;
-    let (pw, ph) = (W - ML - MR, PANEL_H - MT - MB);
-    let px = |x: f64| ML + x / xmax * pw;
-    let py = |y: f64| y0 + MT + ph - y / ymax * ph;
+    let fr = Frame::new(c, y0);
+    title_and_axes(out, c, &fr);
+    plans_and_front(out, c, &fr);
+    legend(out, &fr);
+}
+
+fn title_and_axes(out: &mut String, c: &Curve, fr: &Frame) {
+    let (y0, pw, ph) = (fr.y0, fr.pw, fr.ph);
     let _ = writeln!(
         out,
         r#"<text x="{ML}" y="{}" font-size="15" font-weight="bold">@{} — memory vs recompute (min feasible {} MiB)</text>"#,
@@ -183,26 +216,26 @@ fn panel(out: &mut String, c: &Curve, y0: f64) {
         fmt_mib(mib(c.min_feasible_bytes))
     );
     let _ = writeln!(out, r##"<rect x="{ML}" y="{}" width="{pw}" height="{ph}" fill="none" stroke="#888"/>"##, y0 + MT);
-    // axes: grid lines and labels at "nice" steps
-    for t in ticks(xmax, 8.0) {
+    // grid lines and labels at "nice" steps
+    for t in ticks(fr.xmax, 8.0) {
         let _ = writeln!(
             out,
             r##"<line x1="{x}" y1="{a}" x2="{x}" y2="{b}" stroke="#eee"/><text x="{x}" y="{ty}" font-size="11" text-anchor="middle">{l}</text>"##,
-            x = px(t),
+            x = fr.px(t),
             a = y0 + MT,
             b = y0 + MT + ph,
             ty = y0 + MT + ph + 16.0,
             l = fmt_mib(t)
         );
     }
-    for t in ticks(ymax, 6.0) {
+    for t in ticks(fr.ymax, 6.0) {
         let _ = writeln!(
             out,
             r##"<line x1="{ML}" y1="{y}" x2="{r}" y2="{y}" stroke="#eee"/><text x="{tx}" y="{ty}" font-size="11" text-anchor="end">{l}</text>"##,
-            y = py(t),
+            y = fr.py(t),
             r = ML + pw,
             tx = ML - 6.0,
-            ty = py(t) + 4.0,
+            ty = fr.py(t) + 4.0,
             l = fmt_mib(t)
         );
     }
@@ -217,27 +250,29 @@ fn panel(out: &mut String, c: &Curve, y0: f64) {
         r#"<text x="18" y="{y}" font-size="12" text-anchor="middle" transform="rotate(-90 18 {y})">recompute (forward passes)</text>"#,
         y = y0 + MT + ph / 2.0
     );
-    // a plan as a dot with its text as a tooltip
+}
+
+/// Every measured plan as a faint dot, the front as a staircase of strong
+/// dots; each dot's tooltip is its plan text.
+fn plans_and_front(out: &mut String, c: &Curve, fr: &Frame) {
     let dot = |out: &mut String, p: &CurvePoint, style: &str| {
         let _ = writeln!(
             out,
             r#"<circle cx="{:.1}" cy="{:.1}" fill="{}" {style}><title>{} — {} MiB, {:.3} fwd</title></circle>"#,
-            px(mib(p.peak_bytes)),
-            py(passes(p.recompute_flops)),
+            fr.px(mib(p.peak_bytes)),
+            fr.py(fr.passes(p.recompute_flops)),
             mode_color(mode_of(&p.plan)),
             esc(&p.plan),
             fmt_mib(mib(p.peak_bytes)),
-            passes(p.recompute_flops)
+            fr.passes(p.recompute_flops)
         );
     };
-    // every measured plan, faint
     for p in &c.measured {
         dot(out, p, r#"r="3" fill-opacity="0.25""#);
     }
-    // the front as a staircase
     let mut d = String::new();
     for (i, p) in c.points.iter().enumerate() {
-        let (x, y) = (px(mib(p.peak_bytes)), py(passes(p.recompute_flops)));
+        let (x, y) = (fr.px(mib(p.peak_bytes)), fr.py(fr.passes(p.recompute_flops)));
         if i == 0 {
             let _ = write!(d, "M{x:.1},{y:.1}");
         } else {
@@ -248,8 +283,10 @@ fn panel(out: &mut String, c: &Curve, y0: f64) {
     for p in &c.points {
         dot(out, p, r##"r="5" stroke="#222""##);
     }
-    // legend
-    let lx = ML + pw + 16.0;
+}
+
+fn legend(out: &mut String, fr: &Frame) {
+    let (y0, lx) = (fr.y0, ML + fr.pw + 16.0);
     for (i, m) in ["none", "sqrt", "log", "greedy", "optimal"].iter().enumerate() {
         let y = y0 + MT + 10.0 + 20.0 * i as f64;
         let _ = writeln!(
