@@ -75,6 +75,50 @@ fn elementwise_ops_of_both_emitters_match_the_interpreter_bit_for_bit() {
     }
 }
 
+/// Every op whose kernel is a single-op kernel (`emit::element`, one
+/// scalar per result element: pools, convolutions and their gradients,
+/// concat, ...), compiled for the cpu and run on its own: the interpreter's
+/// bits (both accumulate each window in the same row-major order), within
+/// rounding for the convolution gradients. The
+/// backends run convolutions as library steps, so this is what exercises
+/// `emit::conv`.
+#[test]
+fn single_op_kernels_match_the_interpreter_bit_for_bit() {
+    use ckopt_kernels::kernel::extract;
+    use ckopt_kernels::{KernelCache, KernelKind};
+    let mut checked = Vec::new();
+    for f in op_cases() {
+        let Ok((k, _, _)) = extract(&f, 0..=0, &vec![false; f.values.len()]) else { continue };
+        if !matches!(k.kind, KernelKind::Single) || k.func.result_types.len() != 1 {
+            continue;
+        }
+        let n = k.func.result_types[0].elems();
+        let split = k.split;
+        let mut cache = KernelCache::new();
+        cache.intern(k);
+        let ks = crate::cpu::compile_kernels(&cache, 2).unwrap_or_else(|e| panic!("@{}: {e}", f.name));
+        let inputs = ckopt_interp::random_inputs(&f, 5);
+        let module = ckopt_ir::Module { funcs: vec![f.clone()] };
+        let want = ckopt_interp::run_func(&module, &f.name, &inputs).unwrap_or_else(|e| panic!("@{}: {e}", f.name));
+        let mut bufs: Vec<Vec<f32>> = inputs.iter().map(|t| t.data.clone()).collect();
+        bufs.push(vec![f32::NAN; n as usize]);
+        let ptrs: Vec<*mut f32> = bufs.iter_mut().map(|b| b.as_mut_ptr()).collect();
+        // SAFETY: the buffers have the sizes of the kernel's inputs and output.
+        unsafe { ks.call(0, &ptrs, 0, split as i64) }.unwrap_or_else(|e| panic!("@{}: {e}", f.name));
+        // the convolution gradients gather in another order than the
+        // interpreter's scatter: equal to rounding
+        let exact = !f.name.starts_with("conv2d_grad");
+        for (i, (g, w)) in bufs[inputs.len()].iter().zip(&want[0].data).enumerate() {
+            let ok = if exact { g.to_bits() == w.to_bits() } else { (g - w).abs() <= 1e-5 * w.abs().max(1.0) };
+            assert!(ok, "@{}: element {i}: got {g:e}, interp {w:e}", f.name);
+        }
+        checked.push(f.name.clone());
+    }
+    for name in ["conv2d", "conv2d_nopad", "conv2d_grad_input", "conv2d_grad_filter", "max_pool2d", "avg_pool2d"] {
+        assert!(checked.iter().any(|c| c == name), "{name} not checked: {checked:?}");
+    }
+}
+
 /// Runs `$CKOPT_PTXAS -arch=sm_90` on `ptx`; panics with ptxas's output
 /// when it rejects it. Returns whether ptxas ran.
 pub fn ptxas_accepts(ptx: &str, name: &str) -> bool {

@@ -18,28 +18,15 @@ pub(super) fn conv2d(em: &mut Em, c: &Ctx) -> Result<String, Diag> {
     let zero = em.cf(0.0);
     Ok(em.loops_acc(&[x[1], w[2], w[3]], &zero, &mut |em, ivs, acc| {
         let (ci, i, j) = (&ivs[0], &ivs[1], &ivs[2]);
-        let hs = em.imul_c(&yi[2], s[0]);
-        let hh0 = em.iadd(&hs, i);
-        let hh = em.isub_c(&hh0, p[0]);
-        let ws = em.imul_c(&yi[3], s[1]);
-        let ww0 = em.iadd(&ws, j);
-        let ww = em.isub_c(&ww0, p[1]);
+        let hh = window_input(em, &yi[2], i, s[0], p[0]);
+        let ww = window_input(em, &yi[3], j, s[1], p[1]);
         let xi = vec![yi[0].clone(), ci.clone(), hh.clone(), ww.clone()];
         let wi = vec![yi[1].clone(), ci.clone(), i.clone(), j.clone()];
-        let mut term = |em: &mut Em| {
+        add_in_bounds(em, p, (&hh, &ww), (x[2], x[3]), acc, &mut |em| {
             let xv = em.load_at(&mx, &xi, &x);
             let wv = em.load_at(&mw, &wi, &w);
             em.fbin("mulf", &xv, &wv)
-        };
-        if p == [0, 0] {
-            let t = term(em);
-            em.fbin("addf", acc, &t)
-        } else {
-            let a = em.in_range(&hh, x[2]);
-            let b = em.in_range(&ww, x[3]);
-            let cond = em.and(&a, &b);
-            em.add_if(&cond, acc, &mut term)
-        }
+        })
     }))
 }
 
@@ -74,29 +61,38 @@ pub(super) fn conv2d_grad_filter(em: &mut Em, c: &Ctx) -> Result<String, Diag> {
     let zero = em.cf(0.0);
     Ok(em.loops_acc(&[dy[0], dy[2], dy[3]], &zero, &mut |em, ivs, acc| {
         let (n, oh, ow) = (&ivs[0], &ivs[1], &ivs[2]);
-        let hs = em.imul_c(oh, s[0]);
-        let hh0 = em.iadd(&hs, &yi[2]);
-        let hh = em.isub_c(&hh0, p[0]);
-        let ws = em.imul_c(ow, s[1]);
-        let ww0 = em.iadd(&ws, &yi[3]);
-        let ww = em.isub_c(&ww0, p[1]);
+        let hh = window_input(em, oh, &yi[2], s[0], p[0]);
+        let ww = window_input(em, ow, &yi[3], s[1], p[1]);
         let xi = vec![n.clone(), yi[1].clone(), hh.clone(), ww.clone()];
         let dyi = vec![n.clone(), yi[0].clone(), oh.clone(), ow.clone()];
-        let mut term = |em: &mut Em| {
+        add_in_bounds(em, p, (&hh, &ww), (x[2], x[3]), acc, &mut |em| {
             let a = em.load_at(&mdy, &dyi, &dy);
             let b = em.load_at(&mx, &xi, &x);
             em.fbin("mulf", &a, &b)
-        };
-        if p == [0, 0] {
-            let t = term(em);
-            em.fbin("addf", acc, &t)
-        } else {
-            let a = em.in_range(&hh, x[2]);
-            let b = em.in_range(&ww, x[3]);
-            let cond = em.and(&a, &b);
-            em.add_if(&cond, acc, &mut term)
-        }
+        })
     }))
+}
+
+/// `o*s + k - p`: the input row (or column) that output position `o` reads
+/// at window offset `k` (stride `s`, padding `p`).
+fn window_input(em: &mut Em, o: &str, k: &str, s: u64, p: u64) -> String {
+    let os = em.imul_c(o, s);
+    let at = em.iadd(&os, k);
+    em.isub_c(&at, p)
+}
+
+/// `acc + term`; with padding, only where the input position `(hh, ww)` lies
+/// inside the `h x w` image.
+fn add_in_bounds(em: &mut Em, p: [u64; 2], (hh, ww): (&str, &str), (h, w): (u64, u64), acc: &str, term: &mut dyn FnMut(&mut Em) -> String) -> String {
+    if p == [0, 0] {
+        let t = term(em);
+        em.fbin("addf", acc, &t)
+    } else {
+        let a = em.in_range(hh, h);
+        let b = em.in_range(ww, w);
+        let cond = em.and(&a, &b);
+        em.add_if(&cond, acc, term)
+    }
 }
 
 /// Max or average over the window `[oh*sh, oh*sh+KH) x [ow*sw, ow*sw+KW)`.
