@@ -96,45 +96,10 @@ type IterBody<'a> = dyn FnMut(&mut Em, usize, &[Comp]) -> Result<(), Diag> + 'a;
 /// The body run once per kept index of a row reduction.
 type KeptBody<'a> = dyn FnMut(&mut Em, &[Comp]) -> Result<(), Diag> + 'a;
 
-/// Emits `scf.for %iv = lo to hi step st` with one f32-typed carried value
-/// per `inits` entry (type given); `body` returns the next values.
-fn for_loop(
-    em: &mut Em,
-    lo: &str,
-    hi: &str,
-    step: &str,
-    inits: &[(String, String)],
-    body: &mut ForBody<'_>,
-) -> Result<Vec<String>, Diag> {
-    let iv = em.fresh();
-    let args: Vec<String> = inits.iter().map(|_| em.fresh()).collect();
-    let res = em.fresh();
-    let tys: Vec<&str> = inits.iter().map(|(_, t)| t.as_str()).collect();
-    let names: Vec<String> = match inits.len() {
-        0 => Vec::new(),
-        1 => vec![res.clone()],
-        n => (0..n).map(|i| format!("{res}#{i}")).collect(),
-    };
-    let lhs = match inits.len() {
-        0 => String::new(),
-        1 => format!("{res} = "),
-        n => format!("{res}:{n} = "),
-    };
-    let iter = if inits.is_empty() {
-        String::new()
-    } else {
-        let pairs: Vec<String> = args.iter().zip(inits).map(|(a, (i, _))| format!("{a} = {i}")).collect();
-        format!(" iter_args({}) -> ({})", pairs.join(", "), tys.join(", "))
-    };
-    em.line(&format!("{lhs}scf.for {iv} = {lo} to {hi} step {step}{iter} {{"));
-    em.indent += 1;
-    let next = body(em, &iv, &args)?;
-    if !inits.is_empty() {
-        em.line(&format!("scf.yield {} : {}", next.join(", "), tys.join(", ")));
-    }
-    em.indent -= 1;
-    em.line("}");
-    Ok(names)
+/// `scf.for %iv = lo to hi step st` over `index` ([`emit::for_loop`]).
+fn for_loop(em: &mut Em, lo: &str, hi: &str, step: &str, inits: &[(String, String)], body: &mut ForBody<'_>) -> Result<Vec<String>, Diag> {
+    let inits: Vec<(String, &str)> = inits.iter().map(|(v, t)| (v.clone(), t.as_str())).collect();
+    emit::for_loop(em, lo, hi, step, "index", &inits, body)
 }
 
 /// The pieces of one kernel function being emitted.

@@ -371,3 +371,49 @@ pub fn describe(f: &Func, op: &Op) -> String {
     }
     s
 }
+
+/// Emits `scf.for` over `[lo, hi)` with step `step` in type `ity` (`index`,
+/// or an integer type on cuda), carrying values `inits` (value, type);
+/// `body` gets the induction variable and the carried values and returns
+/// the next ones. The loops of both backends' kernels.
+#[allow(clippy::type_complexity)]
+pub(crate) fn for_loop(
+    em: &mut Em,
+    lo: &str,
+    hi: &str,
+    step: &str,
+    ity: &str,
+    inits: &[(String, &str)],
+    body: &mut dyn FnMut(&mut Em, &str, &[String]) -> Result<Vec<String>, Diag>,
+) -> Result<Vec<String>, Diag> {
+    let iv = em.fresh();
+    let args: Vec<String> = inits.iter().map(|_| em.fresh()).collect();
+    let res = em.fresh();
+    let tys: Vec<&str> = inits.iter().map(|(_, t)| *t).collect();
+    let names: Vec<String> = match inits.len() {
+        0 => Vec::new(),
+        1 => vec![res.clone()],
+        n => (0..n).map(|i| format!("{res}#{i}")).collect(),
+    };
+    let lhs = match inits.len() {
+        0 => String::new(),
+        1 => format!("{res} = "),
+        n => format!("{res}:{n} = "),
+    };
+    let iter = if inits.is_empty() {
+        String::new()
+    } else {
+        let pairs: Vec<String> = args.iter().zip(inits).map(|(a, (i, _))| format!("{a} = {i}")).collect();
+        format!(" iter_args({}) -> ({})", pairs.join(", "), tys.join(", "))
+    };
+    let ty = if ity == "index" { String::new() } else { format!(" : {ity}") };
+    em.line(&format!("{lhs}scf.for {iv} = {lo} to {hi} step {step}{iter}{ty} {{"));
+    em.indent += 1;
+    let next = body(em, &iv, &args)?;
+    if !inits.is_empty() {
+        em.line(&format!("scf.yield {} : {}", next.join(", "), tys.join(", ")));
+    }
+    em.indent -= 1;
+    em.line("}");
+    Ok(names)
+}
