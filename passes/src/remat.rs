@@ -123,6 +123,26 @@ pub fn mib(b: u64) -> String {
     format!("{:.2} MiB", b as f64 / (1u64 << 20) as f64)
 }
 
+/// A size option's text with three significant digits in the largest unit
+/// it reaches, rounded up (`22.4MiB`, `731KiB`, `700`), and the bytes that
+/// text parses to (never fewer than `b`): plan texts a person reads, which
+/// reproduce exactly, and a budget rounded this way stays feasible.
+pub fn round_size(b: u64) -> (String, u64) {
+    const UNITS: [(&str, u64); 3] = [("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
+    let text = UNITS
+        .iter()
+        .find(|(_, m)| b >= *m)
+        .map(|&(u, m)| {
+            let v = b as f64 / m as f64;
+            let digits = if v >= 100.0 { 0 } else if v >= 10.0 { 1 } else { 2 };
+            let scale = 10f64.powi(digits as i32);
+            format!("{:.digits$}{u}", (v * scale).ceil() / scale)
+        })
+        .unwrap_or_else(|| b.to_string());
+    let bytes = crate::manager::parse_bytes(&text).unwrap_or(b);
+    (text, bytes)
+}
+
 /// A byte count for messages: `192 B`, `3.50 KiB (3584 bytes)`, `64.00 MiB (67108864 bytes)`.
 pub fn human_bytes(b: u64) -> String {
     const UNITS: [(&str, u64); 3] = [("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
@@ -199,7 +219,7 @@ pub fn greedy_thresholds(ch: &Chain) -> Vec<u64> {
     let bstar = ((x as f64) * (y as f64)).sqrt();
     let mut out = vec![0u64];
     for i in -6i32..=6 {
-        let b = (bstar * 2f64.powf(i as f64 / 2.0)) as u64;
+        let (_, b) = round_size((bstar * 2f64.powf(i as f64 / 2.0)) as u64);
         if !out.contains(&b) {
             out.push(b);
         }

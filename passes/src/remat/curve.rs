@@ -102,7 +102,7 @@ pub fn memory_curve(f: &Func) -> Option<Curve> {
         .map(|m| format!("remat{{mode={m}}}"))
         .collect();
     for b in super::greedy_thresholds(&ch) {
-        texts.push(format!("remat{{mode=greedy search=false threshold={b}}}"));
+        texts.push(format!("remat{{mode=greedy search=false threshold={}}}", super::round_size(b).0));
     }
     let mut measured: Vec<CurvePoint> = texts.iter().filter_map(|t| measure(f, t)).collect();
     let none_peak = peak(f, &liveness(f), false);
@@ -111,12 +111,12 @@ pub fn memory_curve(f: &Func) -> Option<Curve> {
     const STEPS: u64 = 16;
     let mut last = None;
     for i in 0..STEPS {
-        let b = lo + (none_peak.saturating_sub(lo)) * i / STEPS;
+        let (text, b) = super::round_size(lo + (none_peak.saturating_sub(lo)) * i / STEPS);
         if b == 0 || last == Some(b) {
             continue;
         }
         last = Some(b);
-        if let Some(p) = measure(f, &format!("remat{{mode=optimal budget={b}}}")) {
+        if let Some(p) = measure(f, &format!("remat{{mode=optimal budget={text}}}")) {
             measured.push(p);
         }
     }

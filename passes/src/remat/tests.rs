@@ -626,3 +626,19 @@ fn optimal_keeps_improving_at_large_budgets_on_long_chains() {
     // the stages were merged)
     assert!(last * 4 < memory_report(&f).forward_flops, "recompute {last}");
 }
+
+/// Plan texts carry sizes a person reads: three significant digits, rounded
+/// up, and the bytes are what the text parses to.
+#[test]
+fn round_size_reads_well_and_never_rounds_down() {
+    assert_eq!(super::round_size(700), ("700".to_string(), 700));
+    assert_eq!(super::round_size(23458592).0, "22.4MiB");
+    assert_eq!(super::round_size(1 << 20), ("1.00MiB".to_string(), 1 << 20));
+    assert_eq!(super::round_size(748_544).0, "731KiB");
+    for b in [1u64, 1023, 1024, 1025, 99_999, 1 << 30, 3_000_000_000, 12_345_678] {
+        let (t, v) = super::round_size(b);
+        assert!(v >= b, "{b}: {t} = {v}");
+        assert_eq!(crate::manager::parse_bytes(&t).unwrap(), v);
+        assert!(v - b <= b / 100 + 1, "{b}: {t} = {v} rounds too far");
+    }
+}
