@@ -57,15 +57,10 @@ pub enum Mode {
 }
 
 impl Mode {
+    /// Every mode (a test checks the registry's `mode` choices against it).
+    pub const ALL: [Mode; 5] = [Mode::None, Mode::Sqrt, Mode::Greedy, Mode::Log, Mode::Optimal];
     pub fn parse(s: &str) -> Option<Mode> {
-        Some(match s {
-            "none" => Mode::None,
-            "sqrt" => Mode::Sqrt,
-            "greedy" => Mode::Greedy,
-            "log" => Mode::Log,
-            "optimal" => Mode::Optimal,
-            _ => return None,
-        })
+        Mode::ALL.into_iter().find(|m| m.name() == s)
     }
     pub fn name(self) -> &'static str {
         match self {

@@ -114,6 +114,23 @@ fn check_all_modes(m: &Module, name: &str, seed: u64) -> Vec<(String, u64, u64)>
     out
 }
 
+/// The bit-identity tests run every remat mode but none (a new mode is added
+/// to `MODES` or this fails).
+#[test]
+fn modes_cover_every_remat_mode() {
+    use ckopt_passes::remat::Mode;
+    for m in Mode::ALL {
+        let text = format!("mode={}", m.name());
+        let covered = match m {
+            Mode::None => true,
+            // check_all_modes adds it at two budgets of the function's own
+            Mode::Optimal => true,
+            _ => MODES.iter().any(|t| t.contains(&text)),
+        };
+        assert!(covered, "{text} is not in MODES");
+    }
+}
+
 /// Every generated model, every mode: bit-identical gradients.
 #[test]
 fn every_model_every_mode_bit_identical() {

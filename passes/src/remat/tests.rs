@@ -642,3 +642,18 @@ fn round_size_reads_well_and_never_rounds_down() {
         assert!(v - b <= b / 100 + 1, "{b}: {t} = {v} rounds too far");
     }
 }
+
+/// A new remat mode is declared in two places the compiler cannot connect:
+/// `Mode` (with `Mode::ALL`) and the registry's `mode` choices. They agree.
+#[test]
+fn registry_mode_choices_are_the_modes() {
+    let info = crate::registry().iter().find(|p| p.name == "remat").expect("remat is registered");
+    let crate::registry::OptionKind::Choice(words) = info.option("mode").expect("mode option").kind else {
+        panic!("remat's mode is not a choice")
+    };
+    let names: Vec<&str> = super::Mode::ALL.iter().map(|m| m.name()).collect();
+    assert_eq!(words, names.as_slice());
+    for m in super::Mode::ALL {
+        assert_eq!(super::Mode::parse(m.name()), Some(m));
+    }
+}
