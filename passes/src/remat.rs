@@ -223,7 +223,13 @@ pub fn greedy_thresholds(ch: &Chain) -> Vec<u64> {
 }
 
 /// The plans of one mode (after "no remat", which the caller adds).
-fn mode_candidates(f: &Func, ch: &Chain, opts: &RematOptions, temp_budget: Option<u64>, out: &mut Vec<Candidate>) {
+///
+/// `plain_thresholds`: the greedy search also tries the thresholds of the
+/// function's plain chain on this chain (the fine and wavefront chains have
+/// thresholds of their own), so that every `greedy search=false
+/// threshold=T` plan the memory curve shows is among the search's
+/// candidates. Thresholds that give the same cuts are measured once.
+fn mode_candidates(f: &Func, ch: &Chain, opts: &RematOptions, temp_budget: Option<u64>, plain_thresholds: &[u64], out: &mut Vec<Candidate>) {
     match opts.mode {
         Mode::None => {}
         Mode::Sqrt => {
@@ -237,9 +243,14 @@ fn mode_candidates(f: &Func, ch: &Chain, opts: &RematOptions, temp_budget: Optio
         Mode::Greedy => {
             if opts.search {
                 out.push(eval(f, ch, &Strategy::Keep(mirror_keep(f, ch)), "mirror".into()));
-                for b in greedy_thresholds(ch) {
+                let mut seen: Vec<Vec<usize>> = Vec::new();
+                for b in greedy_thresholds(ch).into_iter().chain(plain_thresholds.iter().copied()) {
                     let (cuts, _, _) = greedy_cuts(ch, b);
+                    if seen.contains(&cuts) {
+                        continue;
+                    }
                     out.push(eval(f, ch, &Strategy::Chain(Plan::segments(&cuts)), format!("greedy(B={})", mib(b))));
+                    seen.push(cuts);
                 }
             } else {
                 let (_, x, y) = greedy_cuts(ch, 0);
@@ -264,9 +275,9 @@ fn mode_candidates(f: &Func, ch: &Chain, opts: &RematOptions, temp_budget: Optio
 
 /// [`mode_candidates`] over another chain (or schedule) of the function,
 /// their labels prefixed with which one.
-fn labelled_candidates(f: &Func, ch: &Chain, opts: &RematOptions, temp_budget: Option<u64>, prefix: &str, out: &mut Vec<Candidate>) {
+fn labelled_candidates(f: &Func, ch: &Chain, opts: &RematOptions, temp_budget: Option<u64>, plain_thresholds: &[u64], prefix: &str, out: &mut Vec<Candidate>) {
     let n = out.len();
-    mode_candidates(f, ch, opts, temp_budget, out);
+    mode_candidates(f, ch, opts, temp_budget, plain_thresholds, out);
     for c in &mut out[n..] {
         c.label = format!("{prefix} {}", c.label);
     }
@@ -380,15 +391,16 @@ fn aim_temp_budget(f: &Func, opts: &RematOptions, before: u64, cands: &mut [Cand
 /// position crosses many values), and over the forward in wavefront order
 /// when that differs from the given one.
 fn all_candidates(f: &Func, ch: &Chain, opts: &RematOptions, temp_budget: Option<u64>, cands: &mut Vec<Candidate>) {
-    mode_candidates(f, ch, opts, temp_budget, cands);
+    mode_candidates(f, ch, opts, temp_budget, &[], cands);
+    let plain = if opts.mode == Mode::Greedy && opts.search { greedy_thresholds(ch) } else { Vec::new() };
     let fine = chain::build_chain_with(f, chain::CutRule::AllFree);
     if fine.len() > ch.len() {
-        labelled_candidates(f, &fine, opts, temp_budget, "fine", cands);
+        labelled_candidates(f, &fine, opts, temp_budget, &plain, "fine", cands);
     }
     if let Some(g) = chain::wavefront(f) {
         let wch = build_chain(&g);
         if wch.has_backward && !wch.is_empty() {
-            labelled_candidates(&g, &wch, opts, temp_budget, "wavefront", cands);
+            labelled_candidates(&g, &wch, opts, temp_budget, &plain, "wavefront", cands);
         }
     }
 }

@@ -267,6 +267,49 @@ fn random_graphs_memory_curve_is_a_reproducible_front() {
     assert!(checked >= 15, "only {checked} random graphs had a curve");
 }
 
+/// The selection rule on random graphs, against every greedy plan the memory
+/// curve measured on its own (`greedy search=false threshold=T`, a subset of
+/// the search's candidates): without a limit the search's choice has the
+/// lowest peak and, among equal peaks, the least recompute (no such plan is
+/// lexicographically better in (peak, recompute)); with a budget at any of
+/// those plans' peaks, the choice fits and recomputes no more than it.
+#[test]
+fn random_graphs_greedy_choice_is_lowest_peak_then_least_recompute() {
+    use ckopt_passes::remat::curve::memory_curve;
+    let cfg = GenConfig { max_ops: 30, ..GenConfig::default() };
+    let measure = |g: &Module, text: &str| {
+        let mut r = g.clone();
+        PassManager::parse(text).unwrap().run(&mut r).ok()?;
+        let rep = ckopt_passes::analysis::memory_report(r.func("f_grad").expect("grad"));
+        Some((rep.temp_peak_bytes, rep.recompute_flops))
+    };
+    let (mut checked, mut budgets, mut ties) = (0, 0, 0);
+    for seed in 0..40u64 {
+        let m = gen_module(&cfg, seed * 13 + 5);
+        let mut g = m.clone();
+        if PassManager::parse("autodiff").unwrap().run(&mut g).is_err() {
+            continue;
+        }
+        let g = grad_module(&m);
+        let Some(f) = g.func("f_grad") else { continue };
+        let Some(c) = memory_curve(f) else { continue };
+        let chosen = measure(&g, "remat{mode=greedy}").expect("greedy runs without a limit");
+        let fixed: Vec<_> = c.measured.iter().filter(|p| p.plan.starts_with("remat{mode=greedy search=false")).collect();
+        for p in &fixed {
+            assert!(chosen <= (p.peak_bytes, p.recompute_flops), "seed {seed}: greedy chose {chosen:?}, {} gives ({}, {})", p.plan, p.peak_bytes, p.recompute_flops);
+            ties += fixed.iter().filter(|q| q.peak_bytes == p.peak_bytes && q.recompute_flops != p.recompute_flops).count();
+            let Some(within) = measure(&g, &format!("remat{{mode=greedy budget={}}}", p.peak_bytes)) else {
+                panic!("seed {seed}: greedy budget={} is infeasible although {} reaches it", p.peak_bytes, p.plan)
+            };
+            assert!(within.0 <= p.peak_bytes && within.1 <= p.recompute_flops, "seed {seed}: budget {}: {within:?} vs {}", p.peak_bytes, p.plan);
+            budgets += 1;
+        }
+        checked += 1;
+    }
+    assert!(checked >= 15 && budgets >= 100, "only {checked} graphs, {budgets} budgets");
+    assert!(ties > 0, "no graph had two greedy plans of equal peak and different recompute: the tie rule went unchecked");
+}
+
 /// A stacked LSTM written layer by layer: remat plans over the forward and
 /// backward in wavefront order, which crosses one (h, c) per layer at a cut
 /// instead of every hidden state of a layer. sqrt picks that plan and about
