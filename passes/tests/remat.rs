@@ -378,8 +378,7 @@ fn skipnet_every_mode_bit_identical_and_fine_cuts() {
         }
         body += &format!("    %h{} = \"ck.tanh\"({z}) : ({t}) -> {t}\n", i + 1);
     }
-    body += &format!("    %d = \"ck.sub\"(%h{n}, %t) : ({t}, {t}) -> {t}\n    %q = \"ck.mul\"(%d, %d) : ({t}, {t}) -> {t}\n");
-    body += &format!("    %l = \"ck.reduce_sum\"(%q) {{dims = [0, 1]}} : ({t}) -> tensor<f32>\n    \"ck.return\"(%l) : (tensor<f32>) -> ()\n");
+    squared_loss(&mut body, &format!("%h{n}"), &t);
     let text = format!("module {{\n  func.func @skip({}) -> tensor<f32> {{\n{body}  }}\n}}\n", params.join(", "));
     let m = ckopt_ir::parse_and_verify(&text, "skip.ck").expect("skipnet parses");
     check_all_modes(&m, "skip", 9);

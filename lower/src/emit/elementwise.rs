@@ -92,7 +92,9 @@ fn f32_attr(op: &Op, name: &str) -> Result<f32, Diag> {
         Diag::error(op.loc.clone(), format!("'{}' op needs f32 attribute '{name}'", op.kind.full_name()))
     })
 }
-fn int_attr(op: &Op, name: &str) -> Result<i64, Diag> {
+/// Integer attribute `name` of `op`, else a located error (`Ctx::int_attr`
+/// of the other families reads through it).
+pub(super) fn int_attr(op: &Op, name: &str) -> Result<i64, Diag> {
     op.int_attr(name).ok_or_else(|| Diag::error(op.loc.clone(), format!("'{}' op: needs i64 attribute '{name}'", op.kind.full_name())))
 }
 

@@ -317,7 +317,7 @@ impl Ctx<'_> {
         attr_ints(&self.op.attrs, name, &[])
     }
     fn int_attr(&self, name: &str) -> Result<i64, Diag> {
-        self.op.int_attr(name).ok_or_else(|| self.bad(format!("needs i64 attribute '{name}'")))
+        elementwise::int_attr(self.op, name)
     }
 }
 

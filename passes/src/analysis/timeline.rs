@@ -89,7 +89,8 @@ fn panel(out: &mut String, f: &Func, y0: f64) {
     legend(out, &fr);
 }
 
-fn mib(b: u64) -> f64 {
+/// Bytes as MiB.
+pub(crate) fn mib(b: u64) -> f64 {
     b as f64 / 1048576.0
 }
 

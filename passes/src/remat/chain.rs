@@ -613,39 +613,18 @@ pub fn coarsen(ch: &Chain, f: &Func, factor: usize) -> Chain {
 fn eager_accumulations(f: &Func, phases: &[Phase], order: &[usize]) -> Vec<usize> {
     let n = f.body.len();
     let def = f.def_table();
-    let mut last_use: Vec<Option<usize>> = vec![None; f.values.len()];
-    for (i, op) in f.body.iter().enumerate() {
-        for o in &op.operands {
-            last_use[o.index()] = Some(i);
-        }
-    }
+    let uses = f.uses();
     let backward_def = |o: &ValueId| def[o.index()].filter(|&d| phases[d] != Phase::Forward);
-    let mut in_order = vec![false; n];
+    // An op is eager when it is the last reader of each of its operands, all
+    // backward values; so a value has at most one eager reader.
+    let mut eager = vec![false; n];
     for &i in order {
-        in_order[i] = true;
+        let ops = &f.body[i].operands;
+        eager[i] = !ops.is_empty() && ops.iter().all(|o| backward_def(o).is_some() && uses[o.index()].last() == Some(&i));
     }
-    let eager: Vec<bool> = (0..n)
-        .map(|i| {
-            let ops = &f.body[i].operands;
-            !ops.is_empty()
-                && in_order[i]
-                && ops.iter().all(|o| backward_def(o).is_some() && last_use[o.index()] == Some(i))
-        })
-        .collect();
-    // readers of each op's result among the eager ops
-    let mut eager_readers: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for &i in order {
-        if eager[i] {
-            for o in &f.body[i].operands {
-                if let Some(d) = backward_def(o) {
-                    eager_readers[d].push(i);
-                }
-            }
-        }
-    }
+    let ready = |i: usize, placed: &[bool]| f.body[i].operands.iter().all(|o| backward_def(o).is_some_and(|d| placed[d]));
     let mut placed = vec![false; n];
     let mut out = Vec::with_capacity(order.len());
-    let ready = |i: usize, placed: &[bool]| f.body[i].operands.iter().all(|o| backward_def(o).is_some_and(|d| placed[d]));
     let mut stack = Vec::new();
     for &i in order.iter().filter(|&&i| !eager[i]) {
         stack.push(i);
@@ -655,14 +634,13 @@ fn eager_accumulations(f: &Func, phases: &[Phase], order: &[usize]) -> Vec<usize
             }
             placed[j] = true;
             out.push(j);
-            for &e in eager_readers[j].iter().rev() {
-                if !placed[e] && ready(e, &placed) {
-                    stack.push(e);
-                }
-            }
+            let readers = f.body[j].result.map_or(&[][..], |r| uses[r.index()].as_slice());
+            stack.extend(readers.iter().copied().filter(|&e| eager[e] && !placed[e] && ready(e, &placed)));
         }
     }
-    // an eager op whose operands never all became ready keeps its place at the end
+    // Every eager op's operands are backward ops of `order`, so all are
+    // placed above; this only keeps `out` a permutation of `order` should
+    // that ever fail (the caller's schedule check then rejects the order).
     out.extend(order.iter().copied().filter(|&i| !placed[i]));
     out
 }

@@ -24,7 +24,7 @@
 //! plan it measures; `optimal` builds its DP table per budget).
 
 use super::{RematOptions, remat_func};
-use crate::analysis::timeline::{esc, fmt_mib, nice_step, svg_document};
+use crate::analysis::timeline::{esc, fmt_mib, mib, nice_step, svg_document};
 use crate::analysis::{memory_report, peak, liveness};
 use crate::manager::parse_pipeline;
 use ckopt_ir::Func;
@@ -192,10 +192,6 @@ impl Frame {
     fn py(&self, y: f64) -> f64 {
         self.y0 + MT + self.ph - y / self.ymax * self.ph
     }
-}
-
-fn mib(b: u64) -> f64 {
-    b as f64 / (1u64 << 20) as f64
 }
 
 /// One function's panel: title and axes, the plans and the front, legend.
