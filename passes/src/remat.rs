@@ -283,11 +283,14 @@ fn labelled_candidates(f: &Func, ch: &Chain, opts: &RematOptions, temp_budget: O
     }
 }
 
-/// The smallest plans known (log with k=1, sqrt), tried when no plan meets
-/// the limits so that the error can name the smallest feasible amount.
-fn smallest_candidates(f: &Func, ch: &Chain, out: &mut Vec<Candidate>) {
-    out.push(eval(f, ch, &Strategy::Chain(log_plan(ch, 1, 1)), "log(k=1)".into()));
-    out.push(eval(f, ch, &Strategy::Chain(Plan::segments(&sqrt_cuts(ch))), "sqrt".into()));
+/// The smallest plans known (log with k=1, sqrt), over the same chains as
+/// every other plan ([`all_candidates`]), tried when no plan meets the
+/// limits so that the error can name the smallest feasible amount (the
+/// memory curve's smallest point, where its smallest plan is one of these).
+fn smallest_candidates(f: &Func, ch: &Chain, opts: &RematOptions, out: &mut Vec<Candidate>) {
+    for mode in [Mode::Log, Mode::Sqrt] {
+        all_candidates(f, ch, &RematOptions { mode, k: 1, ..opts.clone() }, None, out);
+    }
 }
 
 fn measure_device(f: &Func, cands: &mut [Candidate], align: u64) -> Result<(), Diag> {
@@ -328,7 +331,7 @@ pub fn remat_func(f: &mut Func, opts: &RematOptions) -> Result<Option<RematOutco
         reaim_optimal(f, &ch, opts, &limits, temp_budget, &mut cands)?;
     }
     if limits.any() && !cands.iter().any(|c| limits.fits(c)) {
-        smallest_candidates(f, &ch, &mut cands);
+        smallest_candidates(f, &ch, opts, &mut cands);
         if opts.device_budget.is_some() {
             measure_device(f, &mut cands, opts.align)?;
         }

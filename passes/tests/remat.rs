@@ -427,6 +427,14 @@ fn densenet_and_two_stream_every_mode_bit_identical() {
     let text = format!("module {{\n  func.func @dense({}) -> tensor<f32> {{\n{body}  }}\n}}\n", params.join(", "));
     let m = ckopt_ir::parse_and_verify(&text, "dense.ck").expect("densenet parses");
     check_all_modes(&m, "dense", 11);
+    // An infeasible budget names the smallest feasible one, the memory
+    // curve's smallest point (there a log plan over the fine chain; the
+    // fallback once measured the plain chain only and named sqrt's peak).
+    let g = grad_module(&m);
+    let smallest = ckopt_passes::remat::curve::memory_curve(g.func("dense_grad").expect("grad")).expect("curve").min_feasible_bytes;
+    let mut r = g.clone();
+    let e = PassManager::parse("remat{mode=optimal budget=2000}").unwrap().run(&mut r).expect_err("2000 B is infeasible").to_string();
+    assert!(e.contains("the smallest feasible budget found is") && e.contains(&format!("({smallest} bytes)")), "{e} (curve: {smallest})");
 
     // two streams
     let n = 16usize;
