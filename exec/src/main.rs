@@ -100,7 +100,8 @@ fn choose_inputs(cli: &Cli, f: &Func) -> Result<(Vec<Tensor>, String), ToolError
             let bytes = read_bytes(path)?;
             let name = display_name(path);
             let text = String::from_utf8_lossy(&bytes);
-            let ts = parse_inputs(&text, name).map_err(|d| ToolError::diag(d, Some(&text)))?;
+            let expected: Vec<_> = f.params.iter().map(|p| f.ty(p.value).dtype).collect();
+            let ts = parse_inputs(&text, name, &expected).map_err(|d| ToolError::diag(d, Some(&text)))?;
             check_inputs(f, &ts).map_err(|d| ToolError::diag(Diag::error(Loc::new(Arc::from(name), 0, 0), d.message), None))?;
             Ok((ts, format!("file {name}")))
         }

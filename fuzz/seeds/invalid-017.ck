@@ -1,5 +1,5 @@
-/// Element types other than f32/f16/bf16 are rejected.
-// expected-error@+1 {{unsupported element type 'i32' (ck supports f32, f16, bf16)}}
-func.func @f(%x: tensor<2xi32>) {
+/// Element types other than the six ck knows are rejected.
+// expected-error@+1 {{unsupported element type 'i8' (ck supports f32, bf16, f16, i64, i32, i1)}}
+func.func @f(%x: tensor<2xi8>) {
   "ck.return"() : () -> ()
 }

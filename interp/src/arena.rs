@@ -4,8 +4,9 @@
 //! plan corrupts the results instead of going unnoticed.
 //!
 //! Entry: a module whose function carries `ck.arena_bytes` and a `ck.offset`
-//! on every stored op result (the output of `memplan`); f32 values only
-//! (other dtypes are an error: the interpreter computes in f32). Arguments
+//! on every stored op result (the output of `memplan`); every element type,
+//! each value stored as its bytes in memory (`Tensor::to_le_bytes`: real
+//! element sizes, so a plan that overlaps two values corrupts them). Arguments
 //! live outside the arena, as the caller's buffers (copies here); a value
 //! written in place into a `{ck.donate}` argument is written into that
 //! buffer. Values internal to a fusion group (`ck.fusion`) have no storage
@@ -13,14 +14,15 @@
 //! Semantics per op: read the operands out of the arena (or the arguments),
 //! evaluate with the reference kernels (`eval_op`), write the result at its
 //! offset. A sound plan therefore gives results bit-identical to `run_func`.
-//! The arena starts filled with NaN so reading bytes no op wrote shows up.
+//! The arena starts filled with 0xFF bytes (NaN in every float type, -1 in
+//! the integer types) so reading bytes no op wrote shows up.
 //! Complexity: O(ops + kernel costs + bytes copied).
 
 use crate::eval::eval_op;
 use crate::run::prepare;
 use crate::tensor::Tensor;
 use ckopt_ir::ops::{ATTR_ARENA_BYTES, ATTR_OFFSET};
-use ckopt_ir::{DType, Diag, Func, Module, OpKind, ValueId};
+use ckopt_ir::{Diag, Func, Module, OpKind, ValueId};
 
 /// Runs `module`'s function `func` in one arena; returns the returned values
 /// and the arena size in bytes.
@@ -28,8 +30,8 @@ pub fn run_func_in_arena(module: &Module, func: &str, inputs: &[Tensor]) -> Resu
     run_body(prepare(module, func, inputs)?, inputs)
 }
 
-/// Where a value lives: an argument buffer, (element offset, element count)
-/// in the arena, or nowhere (internal to a fusion group: kept aside).
+/// Where a value lives: an argument buffer, (byte offset, byte count) in the
+/// arena, or nowhere (internal to a fusion group: kept aside).
 #[derive(Clone, Copy)]
 enum Home {
     Arg(usize),
@@ -52,7 +54,7 @@ fn run_body(f: &Func, inputs: &[Tensor]) -> Result<(Vec<Tensor>, u64), Diag> {
     if arena_bytes > crate::tensor::MAX_TENSOR_BYTES {
         return Err(Diag::error(f.loc.clone(), format!("arena of {arena_bytes} bytes is larger than the interpreter allows")));
     }
-    let mut arena = vec![f32::NAN; arena_bytes.div_ceil(4) as usize];
+    let mut arena = vec![0xFFu8; arena_bytes as usize];
     // Argument buffers are the caller's; donated ones may be written in place.
     let mut bufs: Vec<Tensor> = inputs.to_vec();
     let mut home: Vec<Option<Home>> = vec![None; f.values.len()];
@@ -64,11 +66,11 @@ fn run_body(f: &Func, inputs: &[Tensor]) -> Result<(Vec<Tensor>, u64), Diag> {
     let fusion = ckopt_ir::fusion::analyze(f);
     let roots = ckopt_ir::fusion::buffer_roots(f);
     let mut internal: Vec<Option<Tensor>> = vec![None; f.values.len()];
-    let read = |home: &[Option<Home>], arena: &[f32], bufs: &[Tensor], internal: &[Option<Tensor>], v: ValueId| -> Option<Tensor> {
+    let read = |home: &[Option<Home>], arena: &[u8], bufs: &[Tensor], internal: &[Option<Tensor>], v: ValueId| -> Option<Tensor> {
         let shape: Vec<usize> = f.ty(v).shape.iter().map(|&d| d as usize).collect();
         match home[v.index()]? {
-            Home::Arg(i) => bufs.get(i).map(|t| Tensor { shape, data: t.data.clone() }),
-            Home::Arena(off, n) => Some(Tensor { shape, data: arena.get(off..off + n)?.to_vec() }),
+            Home::Arg(i) => bufs.get(i).map(|t| t.reshaped(shape)),
+            Home::Arena(off, n) => Tensor::from_le_bytes(shape, f.ty(v).dtype, arena.get(off..off + n)?).ok(),
             Home::Internal => internal[v.index()].clone(),
         }
     };
@@ -84,9 +86,6 @@ fn run_body(f: &Func, inputs: &[Tensor]) -> Result<(Vec<Tensor>, u64), Diag> {
         }
         let Some(r) = op.result else { continue };
         let ty = f.ty(r);
-        if ty.dtype != DType::F32 {
-            return Err(Diag::error(op.loc.clone(), format!("the arena interpreter runs f32 only, got {ty}")));
-        }
         if !fusion.materialized(r) {
             let refs: Vec<&Tensor> = args.iter().collect();
             internal[r.index()] = Some(eval_op(op, f, &refs)?);
@@ -97,18 +96,18 @@ fn run_body(f: &Func, inputs: &[Tensor]) -> Result<(Vec<Tensor>, u64), Diag> {
             // Written in place into a donated argument's buffer.
             let refs: Vec<&Tensor> = args.iter().collect();
             let out = eval_op(op, f, &refs)?;
-            if out.data.len() != bufs[i].data.len() {
+            if out.bytes() != bufs[i].bytes() || out.dtype != bufs[i].dtype {
                 return Err(Diag::error(op.loc.clone(), "internal: in-place result has the wrong size"));
             }
-            bufs[i].data.copy_from_slice(&out.data);
+            bufs[i] = out.reshaped(bufs[i].shape.clone());
             home[r.index()] = Some(Home::Arg(i));
             continue;
         }
         let off = op.int_attr(ATTR_OFFSET).and_then(|o| u64::try_from(o).ok()).ok_or_else(|| {
             Diag::error(op.loc.clone(), format!("%{} has no '{ATTR_OFFSET}': the function was not planned", f.name_of(r)))
         })?;
-        let n = ty.elems();
-        let fits = off % 4 == 0 && off.checked_add(n.saturating_mul(4)).is_some_and(|e| e <= arena_bytes);
+        let n = ty.bytes();
+        let fits = off % ty.dtype.bytes() == 0 && off.checked_add(n).is_some_and(|e| e <= arena_bytes);
         if !fits {
             return Err(Diag::error(
                 op.loc.clone(),
@@ -117,11 +116,12 @@ fn run_body(f: &Func, inputs: &[Tensor]) -> Result<(Vec<Tensor>, u64), Diag> {
         }
         let refs: Vec<&Tensor> = args.iter().collect();
         let out = eval_op(op, f, &refs)?;
-        let (off, n) = ((off / 4) as usize, n as usize);
-        if out.data.len() != n {
+        let (off, n) = (off as usize, n as usize);
+        let bytes = out.to_le_bytes();
+        if bytes.len() != n {
             return Err(Diag::error(op.loc.clone(), "internal: kernel result has the wrong size"));
         }
-        arena[off..off + n].copy_from_slice(&out.data);
+        arena[off..off + n].copy_from_slice(&bytes);
         home[r.index()] = Some(Home::Arena(off, n));
     }
     Err(Diag::error(f.loc.clone(), format!("@{} has no 'ck.return'", f.name)))

@@ -37,9 +37,9 @@
 //! Complexity: each kernel is O(elements of its iteration space).
 
 use crate::random::{dropout_key, dropout_keep_key};
-use crate::tensor::{Tensor, for_each_index, num_elements, shape_of, strides};
+use crate::tensor::{Tensor, for_each_index, num_elements, round_to, shape_of, strides, wrap_to};
 use ckopt_ir::ops::{attr_bool, conv_params, pool_params};
-use ckopt_ir::{Attr, Attrs, Diag, Func, Op, OpKind, TensorType, infer_type};
+use ckopt_ir::{Attr, Attrs, DType, Diag, Func, Op, OpKind, TensorType, infer_type};
 
 /// Evaluates `op` (an op of `func`) on `inputs` (one tensor per operand).
 /// Errors (with the op's location) when `op` is `ck.return`, when the inputs
@@ -59,21 +59,87 @@ pub fn eval_op(op: &Op, func: &Func, inputs: &[&Tensor]) -> Result<Tensor, Diag>
 pub fn eval_kind(kind: OpKind, attrs: &Attrs, inputs: &[&Tensor], result: &TensorType) -> Result<Tensor, Diag> {
     use OpKind::*;
     // Re-check the type rule on the actual shapes: afterwards all indexing is in range.
-    let in_types: Vec<TensorType> = inputs
-        .iter()
-        .map(|t| TensorType::new(t.shape.iter().map(|&d| d as u64).collect::<Vec<_>>(), result.dtype))
-        .collect();
+    let in_types: Vec<TensorType> =
+        inputs.iter().map(|t| TensorType::new(t.shape.iter().map(|&d| d as u64).collect::<Vec<_>>(), t.dtype)).collect();
     let refs: Vec<&TensorType> = in_types.iter().collect();
     if kind == Return {
         return Err(Diag::unlocated("cannot be evaluated (it returns values, it defines none)"));
     }
     infer_type(kind, attrs, &refs, Some(result))?;
     for t in inputs {
-        if num_elements(&t.shape) != Some(t.data.len()) {
-            return Err(Diag::unlocated(format!("operand of shape {:?} holds {} values", t.shape, t.data.len())));
-        }
+        t.check().map_err(|e| Diag::unlocated(format!("operand of shape {:?}: {e}", t.shape)))?;
     }
     let out_shape = shape_of(result)?;
+    // Integer and bool operands: the ops of the Numeric and Any classes.
+    if !result.dtype.is_float() || inputs.first().is_some_and(|t| !t.dtype.is_float()) {
+        return eval_int(kind, attrs, inputs, result, out_shape);
+    }
+    let out = eval_float(kind, attrs, inputs, &out_shape)?;
+    Ok(round_result(out, result.dtype))
+}
+
+/// A float result in its element type: bf16/f16 results are rounded to it
+/// (round to nearest even), f32 ones are as computed.
+fn round_result(mut out: Tensor, dt: DType) -> Tensor {
+    if dt != DType::F32 {
+        out.data.iter_mut().for_each(|v| *v = round_to(dt, *v));
+    }
+    out.dtype = dt;
+    out
+}
+
+/// The integer and bool cases: data movement (any element type), fill, and
+/// neg/add/sub/mul/max on i64/i32 (two's-complement wrapping, as numpy and
+/// PyTorch). The verifier rejected every other op on these types.
+fn eval_int(kind: OpKind, attrs: &Attrs, inputs: &[&Tensor], result: &TensorType, out_shape: Vec<usize>) -> Result<Tensor, Diag> {
+    use OpKind::*;
+    let dt = result.dtype;
+    let x = || inputs[0];
+    let wrap = |v: i64| wrap_to(dt, v);
+    let un = |f: &dyn Fn(i64) -> i64| Tensor { ints: x().ints.iter().map(|&v| wrap(f(v))).collect(), ..x().clone() };
+    let bin = |f: &dyn Fn(i64, i64) -> i64| Tensor {
+        ints: inputs[0].ints.iter().zip(&inputs[1].ints).map(|(&a, &b)| wrap(f(a, b))).collect(),
+        ..x().clone()
+    };
+    Ok(match kind {
+        Neg => un(&|v| v.wrapping_neg()),
+        Add => bin(&|a, b| a.wrapping_add(b)),
+        Sub => bin(&|a, b| a.wrapping_sub(b)),
+        Mul => bin(&|a, b| a.wrapping_mul(b)),
+        Max => bin(&|a, b| a.max(b)),
+        Fill => Tensor::full_of(&out_shape, dt, f64::from(f32_attr(attrs, "value"))),
+        Broadcast | Transpose | Reshape | Slice | Concat => move_data(kind, attrs, inputs, out_shape),
+        _ => return Err(Diag::unlocated(format!("has no integer semantics for {}", dt.name()))),
+    })
+}
+
+/// Data movement on any element type: each result element is one operand
+/// element, picked by a flat index computed from the verified shapes.
+fn move_data(kind: OpKind, attrs: &Attrs, inputs: &[&Tensor], out_shape: Vec<usize>) -> Tensor {
+    let x = inputs[0];
+    match kind {
+        OpKind::Reshape => x.reshaped(out_shape),
+        OpKind::Broadcast => {
+            let src = broadcast_index(x, &ints(attrs, "dims"), &out_shape);
+            x.take(out_shape, &src)
+        }
+        OpKind::Transpose => {
+            let src = transpose_index(x, &ints(attrs, "perm"), &out_shape);
+            x.take(out_shape, &src)
+        }
+        OpKind::Slice => {
+            let src = slice_index(x, &ints(attrs, "offsets"), &out_shape);
+            x.take(out_shape, &src)
+        }
+        _ => concat(inputs, int_attr(attrs, "dim") as usize, &out_shape),
+    }
+}
+
+/// The f32 semantics of every float op (bf16/f16 compute in f32, then
+/// `round_result` rounds).
+fn eval_float(kind: OpKind, attrs: &Attrs, inputs: &[&Tensor], out_shape: &[usize]) -> Result<Tensor, Diag> {
+    use OpKind::*;
+    let out_shape = out_shape.to_vec();
     let x = || inputs[0];
     Ok(match kind {
         Neg => unary(x(), |v| -v),
@@ -97,20 +163,17 @@ pub fn eval_kind(kind: OpKind, attrs: &Attrs, inputs: &[&Tensor], result: &Tenso
         }
         Fill => Tensor::full(&out_shape, f32_attr(attrs, "value")),
         // infer_type checked that the element count matches the shape.
-        Constant => Tensor { shape: out_shape, data: attrs.get("value").and_then(Attr::as_dense).map(|(_, d)| d.to_vec()).unwrap_or_default() },
+        Constant => Tensor::vector(attrs.get("value").and_then(Attr::as_dense).map(|(_, d)| d.to_vec()).unwrap_or_default())
+            .reshaped(out_shape),
         Dropout => {
             let step = inputs.get(1).and_then(|t| t.data.first().copied());
             dropout(x(), f32_attr(attrs, "rate"), dropout_key(int_attr(attrs, "seed"), step))
         }
-        Broadcast => broadcast(x(), &ints(attrs, "dims"), &out_shape),
+        Broadcast | Transpose | Reshape | Slice | Concat => move_data(kind, attrs, inputs, out_shape),
         // Sums start from -0.0, the exact additive identity (-0.0 + v == v bit for bit,
         // also for v = -0.0), so a reduction over no dims is exactly its input.
         ReduceSum => reduce(x(), &ints(attrs, "dims"), &out_shape, -0.0, |acc, v| acc + v),
         ReduceMax => reduce(x(), &ints(attrs, "dims"), &out_shape, f32::NEG_INFINITY, f32::max),
-        Transpose => transpose(x(), &ints(attrs, "perm"), &out_shape),
-        Reshape => Tensor { shape: out_shape, data: x().data.clone() },
-        Slice => slice(x(), &ints(attrs, "offsets"), &out_shape),
-        Concat => concat(inputs, int_attr(attrs, "dim") as usize, &out_shape),
         Matmul => matmul(inputs[0], inputs[1], attr_bool(attrs, "transpose_a"), attr_bool(attrs, "transpose_b"), &out_shape),
         Conv2d | Conv2dGradInput | Conv2dGradFilter => {
             let (s, p) = conv_params(attrs)?;
@@ -151,12 +214,12 @@ fn ints(attrs: &Attrs, name: &str) -> Vec<usize> {
 // ---- elementwise ----
 
 fn unary(x: &Tensor, f: impl Fn(f32) -> f32) -> Tensor {
-    Tensor { shape: x.shape.clone(), data: x.data.iter().map(|&v| f(v)).collect() }
+    Tensor { data: x.data.iter().map(|&v| f(v)).collect(), ..x.clone() }
 }
 
 fn binary(inputs: &[&Tensor], f: impl Fn(f32, f32) -> f32) -> Tensor {
     let (a, b) = (inputs[0], inputs[1]);
-    Tensor { shape: a.shape.clone(), data: a.data.iter().zip(&b.data).map(|(&x, &y)| f(x, y)).collect() }
+    Tensor { data: a.data.iter().zip(&b.data).map(|(&x, &y)| f(x, y)).collect(), ..a.clone() }
 }
 
 fn dropout(x: &Tensor, rate: f32, key: u64) -> Tensor {
@@ -166,20 +229,17 @@ fn dropout(x: &Tensor, rate: f32, key: u64) -> Tensor {
         .enumerate()
         .map(|(i, &v)| if dropout_keep_key(key, i as u64, rate) { v / (1.0 - rate) } else { 0.0 })
         .collect();
-    Tensor { shape: x.shape.clone(), data }
+    Tensor { data, ..x.clone() }
 }
 
 // ---- data movement ----
 
-/// `y[j] = x[j[dims[0]], j[dims[1]], ...]`.
-fn broadcast(x: &Tensor, dims: &[usize], out_shape: &[usize]) -> Tensor {
+/// `y[j] = x[j[dims[0]], j[dims[1]], ...]`: the source flat index of each result element.
+fn broadcast_index(x: &Tensor, dims: &[usize], out_shape: &[usize]) -> Vec<usize> {
     let xs = strides(&x.shape);
-    let mut y = Tensor::zeros(out_shape);
-    for_each_index(out_shape, |flat, j| {
-        let src: usize = dims.iter().enumerate().map(|(i, &d)| j[d] * xs[i]).sum();
-        y.data[flat] = x.data[src];
-    });
-    y
+    let mut src = vec![0; num_elements(out_shape).unwrap_or(0)];
+    for_each_index(out_shape, |flat, j| src[flat] = dims.iter().enumerate().map(|(i, &d)| j[d] * xs[i]).sum());
+    src
 }
 
 /// Folds every input element into the result element obtained by dropping
@@ -196,40 +256,40 @@ fn reduce(x: &Tensor, dims: &[usize], out_shape: &[usize], init: f32, f: impl Fn
 }
 
 /// Result dim i is input dim perm[i]: `y[j] = x[k]` with `k[perm[i]] = j[i]`.
-fn transpose(x: &Tensor, perm: &[usize], out_shape: &[usize]) -> Tensor {
+fn transpose_index(x: &Tensor, perm: &[usize], out_shape: &[usize]) -> Vec<usize> {
     let xs = strides(&x.shape);
-    let mut y = Tensor::zeros(out_shape);
-    for_each_index(out_shape, |flat, j| {
-        let src: usize = perm.iter().enumerate().map(|(i, &p)| j[i] * xs[p]).sum();
-        y.data[flat] = x.data[src];
-    });
-    y
+    let mut src = vec![0; num_elements(out_shape).unwrap_or(0)];
+    for_each_index(out_shape, |flat, j| src[flat] = perm.iter().enumerate().map(|(i, &p)| j[i] * xs[p]).sum());
+    src
 }
 
 /// `y[j] = x[j + offsets]`.
-fn slice(x: &Tensor, offsets: &[usize], out_shape: &[usize]) -> Tensor {
+fn slice_index(x: &Tensor, offsets: &[usize], out_shape: &[usize]) -> Vec<usize> {
     let xs = strides(&x.shape);
-    let mut y = Tensor::zeros(out_shape);
-    for_each_index(out_shape, |flat, j| {
-        let src: usize = j.iter().zip(offsets).zip(&xs).map(|((a, o), s)| (a + o) * s).sum();
-        y.data[flat] = x.data[src];
-    });
-    y
+    let mut src = vec![0; num_elements(out_shape).unwrap_or(0)];
+    for_each_index(out_shape, |flat, j| src[flat] = j.iter().zip(offsets).zip(&xs).map(|((a, o), s)| (a + o) * s).sum());
+    src
 }
 
-/// Operands placed one after another along `dim`.
+/// Operands placed one after another along `dim` (any element type: the
+/// operands' storages are concatenated in result order).
 fn concat(inputs: &[&Tensor], dim: usize, out_shape: &[usize]) -> Tensor {
+    // Result element -> (operand, its flat index).
+    let n = num_elements(out_shape).unwrap_or(0);
+    let mut from = vec![(0usize, 0usize); n];
     let ys = strides(out_shape);
-    let mut y = Tensor::zeros(out_shape);
     let mut base = 0;
-    for t in inputs {
+    for (k, t) in inputs.iter().enumerate() {
         for_each_index(&t.shape, |flat, i| {
             let dst: usize = i.iter().enumerate().map(|(d, &v)| (if d == dim { v + base } else { v }) * ys[d]).sum();
-            y.data[dst] = t.data[flat];
+            from[dst] = (k, flat);
         });
         base += t.shape[dim];
     }
-    y
+    let first = inputs[0];
+    let data = if first.dtype.is_float() { from.iter().map(|&(k, i)| inputs[k].data[i]).collect() } else { Vec::new() };
+    let ints = if first.dtype.is_float() { Vec::new() } else { from.iter().map(|&(k, i)| inputs[k].ints[i]).collect() };
+    Tensor { shape: out_shape.to_vec(), dtype: first.dtype, data, ints }
 }
 
 // ---- matmul ----

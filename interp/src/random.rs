@@ -55,8 +55,9 @@ pub fn fan_in(shape: &[usize]) -> usize {
 /// each element (row-major) is `2 * next_unit() - 1`, uniform in [-1, 1).
 /// Arguments marked `{ck.param}` are then multiplied by `1 / sqrt(fan_in)`
 /// (see `fan_in`), a LeCun-style scale that keeps activations O(1) so
-/// training is stable. Errors when an argument is larger than the
-/// interpreter's limit.
+/// training is stable; bf16/f16 arguments hold those values rounded to their
+/// type. Integer and bool arguments are uniform in {0, 1} (the top bit of
+/// each draw). Errors when an argument is larger than the interpreter's limit.
 pub fn try_random_inputs(func: &Func, seed: u64) -> Result<Vec<Tensor>, Diag> {
     (0..func.params.len())
         .map(|i| {
@@ -73,10 +74,20 @@ pub fn random_arg(func: &Func, i: usize, seed: u64) -> Result<Tensor, Diag> {
     let p = func.params.get(i).ok_or_else(|| Diag::unlocated(format!("@{} has no argument {i}", func.name)))?;
     let shape = shape_of(func.ty(p.value))?;
     let mut rng = SplitMix64::new(mix64(seed ^ (i as u64 + 1).wrapping_mul(GOLDEN)));
+    let ty = func.ty(p.value);
+    if !ty.dtype.is_float() {
+        // Integers and bools: uniform in {0, 1} (valid indices of any
+        // non-empty dimension of size >= 2, and both truth values).
+        let mut t = Tensor::zeros_of(ty)?;
+        for v in &mut t.ints {
+            *v = (rng.next_u64() >> 63) as i64;
+        }
+        return Ok(t);
+    }
     let scale = if func.is_trainable(i) { 1.0 / (fan_in(&shape) as f32).sqrt() } else { 1.0 };
-    let mut t = Tensor::zeros(&shape);
+    let mut t = Tensor::zeros_of(ty)?;
     for v in &mut t.data {
-        *v = (2.0 * rng.next_unit() - 1.0) * scale;
+        *v = crate::tensor::round_to(ty.dtype, (2.0 * rng.next_unit() - 1.0) * scale);
     }
     Ok(t)
 }
@@ -87,7 +98,7 @@ pub fn random_arg(func: &Func, i: usize, seed: u64) -> Result<Tensor, Diag> {
 /// shape `[0]`, which `run_func` then rejects with a located error.
 pub fn random_inputs(func: &Func, seed: u64) -> Vec<Tensor> {
     (0..func.params.len())
-        .map(|i| random_arg(func, i, seed).unwrap_or(Tensor { shape: vec![0], data: Vec::new() }))
+        .map(|i| random_arg(func, i, seed).unwrap_or_else(|_| Tensor::vector(Vec::new())))
         .collect()
 }
 

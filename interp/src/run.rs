@@ -57,16 +57,20 @@ pub fn check_inputs(func: &Func, inputs: &[Tensor]) -> Result<(), Diag> {
     }
     for (i, (p, t)) in func.params.iter().zip(inputs).enumerate() {
         let ty = func.ty(p.value);
-        if !t.matches_type(ty) || Some(t.data.len()) != crate::tensor::num_elements(&t.shape) {
+        let what = format!("input {i} (%{}) of @{}", func.name_of(p.value), func.name);
+        if let Err(e) = t.check() {
+            return Err(Diag::error(func.loc.clone(), format!("{what}: {e}")));
+        }
+        if t.dtype != ty.dtype {
             return Err(Diag::error(
                 func.loc.clone(),
-                format!(
-                    "input {i} (%{}) of @{} has shape {:?} with {} values, expected {ty}",
-                    func.name_of(p.value),
-                    func.name,
-                    t.shape,
-                    t.data.len()
-                ),
+                format!("{what} has element type {}, expected {ty}", t.dtype.name()),
+            ));
+        }
+        if !t.matches_type(ty) {
+            return Err(Diag::error(
+                func.loc.clone(),
+                format!("{what} has shape {:?} with {} values, expected {ty}", t.shape, t.num_elements()),
             ));
         }
     }

@@ -4,7 +4,7 @@
 
 use ckopt_interp::random::dropout_keep;
 use ckopt_interp::{Tensor, eval_kind};
-use ckopt_ir::{Attr, Attrs, OpKind, TensorType, attrs};
+use ckopt_ir::{Attr, Attrs, DType, OpKind, TensorType, attrs};
 
 fn t(shape: &[usize], data: &[f32]) -> Tensor {
     Tensor::new(shape.to_vec(), data.to_vec()).expect("test tensor")
@@ -308,7 +308,7 @@ fn ill_typed_calls_are_errors_not_panics() {
     assert!(eval_kind(OpKind::Add, &Attrs::new(), &[&a], &out).is_err());
     assert!(eval_kind(OpKind::Relu, &Attrs::new(), &[&a], &TensorType::f32(vec![3, 2])).is_err());
     assert!(eval_kind(OpKind::Return, &Attrs::new(), &[&a], &out).is_err());
-    let broken = Tensor { shape: vec![2, 3], data: vec![0.0; 2] };
+    let broken = Tensor { data: vec![0.0; 2], ..Tensor::zeros(&[2, 3]) };
     assert!(eval_kind(OpKind::Relu, &Attrs::new(), &[&broken], &out).is_err());
     let huge = TensorType::f32(vec![1 << 30, 1 << 30]);
     assert!(eval_kind(OpKind::Fill, &attrs([("value", Attr::F32(1.0))]), &[], &huge).is_err());
@@ -318,4 +318,70 @@ fn ill_typed_calls_are_errors_not_panics() {
 fn constant_returns_its_elements_in_row_major_order() {
     let v = Attr::Dense { shape: vec![2, 2], data: vec![1.0, -2.0, 0.5, 3.0] };
     close(&ev(OpKind::Constant, attrs([("value", v)]), &[], &[2, 2]), &[2, 2], &[1.0, -2.0, 0.5, 3.0]);
+}
+
+fn it(dt: DType, shape: &[usize], v: &[i64]) -> Tensor {
+    Tensor::from_ints(shape.to_vec(), dt, v.to_vec()).expect("test tensor")
+}
+
+fn ev_ty(kind: OpKind, a: Attrs, inputs: &[&Tensor], out: TensorType) -> Tensor {
+    match eval_kind(kind, &a, inputs, &out) {
+        Ok(t) => t,
+        Err(e) => panic!("ck.{} failed: {e}", kind.name()),
+    }
+}
+
+#[test]
+fn integer_arithmetic_wraps_as_twos_complement() {
+    let ty = |dt| TensorType::new(vec![3], dt);
+    let a = it(DType::I64, &[3], &[i64::MAX, -5, 7]);
+    let b = it(DType::I64, &[3], &[1, 3, -2]);
+    assert_eq!(ev_ty(OpKind::Add, Attrs::new(), &[&a, &b], ty(DType::I64)).ints, vec![i64::MIN, -2, 5]);
+    assert_eq!(ev_ty(OpKind::Mul, Attrs::new(), &[&a, &b], ty(DType::I64)).ints, vec![i64::MAX, -15, -14]);
+    assert_eq!(ev_ty(OpKind::Max, Attrs::new(), &[&a, &b], ty(DType::I64)).ints, vec![i64::MAX, 3, 7]);
+    let a = it(DType::I32, &[3], &[i64::from(i32::MAX), -100, 0]);
+    let b = it(DType::I32, &[3], &[1, -1, 0]);
+    let s = ev_ty(OpKind::Add, Attrs::new(), &[&a, &b], ty(DType::I32));
+    assert_eq!((s.dtype, s.ints), (DType::I32, vec![i64::from(i32::MIN), -101, 0]));
+    assert_eq!(ev_ty(OpKind::Neg, Attrs::new(), &[&b], ty(DType::I32)).ints, vec![-1, 1, 0]);
+}
+
+#[test]
+fn data_movement_and_fill_keep_integer_and_bool_elements() {
+    // [[0, 1, 2], [3, 4, 5]] as i64; transpose -> [[0, 3], [1, 4], [2, 5]].
+    let x = it(DType::I64, &[2, 3], &[0, 1, 2, 3, 4, 5]);
+    let tt = ev_ty(OpKind::Transpose, attrs([("perm", ints(&[1, 0]))]), &[&x], TensorType::new(vec![3, 2], DType::I64));
+    assert_eq!(tt.ints, vec![0, 3, 1, 4, 2, 5]);
+    let sl = ev_ty(OpKind::Slice, attrs([("offsets", ints(&[1, 1]))]), &[&x], TensorType::new(vec![1, 2], DType::I64));
+    assert_eq!(sl.ints, vec![4, 5]);
+    let m = it(DType::I1, &[2], &[1, 0]);
+    let br = ev_ty(OpKind::Broadcast, attrs([("dims", ints(&[1]))]), &[&m], TensorType::new(vec![2, 2], DType::I1));
+    assert_eq!((br.dtype, br.ints), (DType::I1, vec![1, 0, 1, 0]));
+    let cat = ev_ty(OpKind::Concat, attrs([("dim", Attr::Int(0))]), &[&m, &m], TensorType::new(vec![4], DType::I1));
+    assert_eq!(cat.ints, vec![1, 0, 1, 0]);
+    let r = ev_ty(OpKind::Reshape, Attrs::new(), &[&x], TensorType::new(vec![6], DType::I64));
+    assert_eq!(r.ints, x.ints);
+    let f = ev_ty(OpKind::Fill, attrs([("value", Attr::F32(-100.0))]), &[], TensorType::new(vec![2], DType::I32));
+    assert_eq!((f.dtype, f.ints), (DType::I32, vec![-100, -100]));
+}
+
+#[test]
+fn float_ops_on_integers_are_errors() {
+    let x = it(DType::I64, &[2], &[1, 2]);
+    let err = eval_kind(OpKind::Exp, &Attrs::new(), &[&x], &TensorType::new(vec![2], DType::I64)).expect_err("exp of i64");
+    assert!(err.message.contains("float element type"), "{}", err.message);
+    let m = it(DType::I1, &[2], &[1, 0]);
+    assert!(eval_kind(OpKind::Add, &Attrs::new(), &[&m, &m], &TensorType::new(vec![2], DType::I1)).is_err(), "no i1 arithmetic");
+    let f = t(&[2], &[1.0, 2.0]);
+    assert!(eval_kind(OpKind::Add, &Attrs::new(), &[&f, &x], &TensorType::new(vec![2], DType::I64)).is_err(), "mixed types");
+    assert!(eval_kind(OpKind::Fill, &attrs([("value", Attr::F32(0.5))]), &[], &TensorType::new(vec![2], DType::I64)).is_err());
+}
+
+#[test]
+fn bf16_results_are_rounded_to_nearest_even() {
+    // 1 + 2^-8 is halfway between bf16 neighbours 1 and 1 + 2^-7: ties to even (1).
+    let a = Tensor::from_floats(vec![2], DType::BF16, vec![1.0, 1.0]).expect("bf16");
+    let b = Tensor::from_floats(vec![2], DType::BF16, vec![0.00390625, 0.01171875]).expect("bf16");
+    let s = ev_ty(OpKind::Add, Attrs::new(), &[&a, &b], TensorType::new(vec![2], DType::BF16));
+    assert_eq!((s.dtype, s.data), (DType::BF16, vec![1.0, 1.015625]));
 }

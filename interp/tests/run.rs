@@ -63,7 +63,7 @@ fn bad_calls_give_located_errors() {
     let bad = vec![Tensor::zeros(&[3, 2]), Tensor::zeros(&[3, 2])];
     let e = run_func(&m, "mlp", &bad).expect_err("shape");
     assert!(e.message.contains("input 0 (%x)") && e.message.contains("tensor<2x3xf32>"), "{}", e.message);
-    let inconsistent = vec![Tensor { shape: vec![2, 3], data: vec![0.0; 5] }, Tensor::zeros(&[3, 2])];
+    let inconsistent = vec![Tensor { data: vec![0.0; 5], ..Tensor::zeros(&[2, 3]) }, Tensor::zeros(&[3, 2])];
     assert!(run_func(&m, "mlp", &inconsistent).is_err());
 }
 

@@ -7,7 +7,7 @@
 
 use crate::attr::{Attr, Attrs};
 use crate::diag::Diag;
-use crate::types::TensorType;
+use crate::types::{DType, TensorType};
 
 macro_rules! op_table {
     ($( $variant:ident => $name:literal, $arity:expr, $summary:literal; )*) => {
@@ -455,24 +455,73 @@ pub fn infer_type(
     if kind == OpKind::Return {
         return Ok(None);
     }
-    check_element_types(operands, declared)?;
+    check_element_types(kind, operands, declared)?;
     let inferred = infer_result(kind, attrs, operands, declared)?;
     check_inferred(inferred, declared).map(Some)
 }
 
-/// Every ck op computes in one element type: the operands and the declared
-/// result share it.
-fn check_element_types(operands: &[&TensorType], declared: Option<&TensorType>) -> Result<(), Diag> {
-    let Some(first) = operands.first() else { return Ok(()) };
-    for o in &operands[1..] {
-        if o.dtype != first.dtype {
-            return Err(Diag::unlocated(format!("operand element types differ: {} and {}", first, o)));
+/// Which element types an op accepts (docs/ir.md, "Element types").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ElemClass {
+    /// f32, bf16, f16: math, contractions, reductions, pooling, dropout.
+    Float,
+    /// Floats and the integer types i64/i32 (not i1): neg, add, sub, mul, max.
+    Numeric,
+    /// Every element type: data movement and fill.
+    Any,
+}
+
+impl ElemClass {
+    pub fn accepts(self, d: DType) -> bool {
+        match self {
+            ElemClass::Float => d.is_float(),
+            ElemClass::Numeric => d.is_float() || d.is_integer(),
+            ElemClass::Any => true,
         }
     }
-    if let Some(d) = declared
-        && d.dtype != first.dtype
-    {
-        return Err(Diag::unlocated(format!("result element type {} differs from operand type {}", d.dtype.name(), first)));
+    pub fn describe(self) -> &'static str {
+        match self {
+            ElemClass::Float => "a float element type (f32, bf16, f16)",
+            ElemClass::Numeric => "a float or integer element type (not i1)",
+            ElemClass::Any => "any element type",
+        }
+    }
+}
+
+impl OpKind {
+    /// The element types the op computes in. Every op computes in ONE element
+    /// type: its operands and its result share it (`check_element_types`).
+    pub fn elem_class(self) -> ElemClass {
+        use OpKind::*;
+        match self {
+            Neg | Add | Sub | Mul | Max => ElemClass::Numeric,
+            Broadcast | Transpose | Reshape | Slice | Concat | Fill | Return => ElemClass::Any,
+            Exp | Log | Tanh | Sigmoid | Relu | Sqrt | Rsqrt | Erf | Div | Scale | Constant | ReluGrad | ReduceSum
+            | ReduceMax | Matmul | Conv2d | Conv2dGradInput | Conv2dGradFilter | MaxPool2d | AvgPool2d
+            | MaxPool2dGrad | AvgPool2dGrad | Dropout => ElemClass::Float,
+        }
+    }
+}
+
+/// The element-type rule: the operands and the declared result share one
+/// element type, which the op's class accepts (`OpKind::elem_class`).
+fn check_element_types(kind: OpKind, operands: &[&TensorType], declared: Option<&TensorType>) -> Result<(), Diag> {
+    let Some(dt) = operands.first().map(|o| o.dtype).or(declared.map(|d| d.dtype)) else { return Ok(()) };
+    if let Some(first) = operands.first() {
+        for o in &operands[1..] {
+            if o.dtype != first.dtype {
+                return Err(Diag::unlocated(format!("operand element types differ: {} and {}", first, o)));
+            }
+        }
+        if let Some(d) = declared
+            && d.dtype != first.dtype
+        {
+            return Err(Diag::unlocated(format!("result element type {} differs from operand type {}", d.dtype.name(), first)));
+        }
+    }
+    let class = kind.elem_class();
+    if !class.accepts(dt) {
+        return Err(Diag::unlocated(format!("computes in {}, got {}", class.describe(), dt.name())));
     }
     Ok(())
 }
@@ -542,7 +591,9 @@ fn infer_keyed_dropout(operands: &[&TensorType]) -> Result<TensorType, Diag> {
 /// Fill (declared type) and constant (the type of its dense 'value').
 fn infer_source(kind: OpKind, attrs: &Attrs, declared: Option<&TensorType>) -> Result<TensorType, Diag> {
     if kind == OpKind::Fill {
-        return need_declared(declared);
+        let ty = need_declared(declared)?;
+        check_fill_value(attrs.get("value").and_then(Attr::as_f32).unwrap_or(0.0), ty.dtype)?;
+        return Ok(ty);
     }
     let (shape, data) =
         attrs.get("value").and_then(Attr::as_dense).ok_or_else(|| Diag::unlocated("requires attribute 'value' (dense f32 elements)"))?;
@@ -556,6 +607,22 @@ fn infer_source(kind: OpKind, attrs: &Attrs, declared: Option<&TensorType>) -> R
         return Err(Diag::unlocated(format!("result element type {} differs from the f32 elements of 'value'", d.dtype.name())));
     }
     Ok(ty)
+}
+
+/// A fill of an integer type takes an integral value in the type's range
+/// (`i1`: 0 or 1); float types take any value (rounded to the type).
+fn check_fill_value(v: f32, dt: DType) -> Result<(), Diag> {
+    let (lo, hi) = match dt {
+        DType::I1 => (0.0, 1.0),
+        DType::I32 => (i32::MIN as f64, i32::MAX as f64),
+        DType::I64 => (i64::MIN as f64, i64::MAX as f64),
+        _ => return Ok(()),
+    };
+    let x = f64::from(v);
+    if x.fract() != 0.0 || !(lo..=hi).contains(&x) {
+        return Err(Diag::unlocated(format!("fill of {} needs an integral 'value' in [{lo}, {hi}], got {v}", dt.name())));
+    }
+    Ok(())
 }
 
 /// Reductions remove the (sorted, distinct) dims of 'dims'.

@@ -615,7 +615,7 @@ impl<'a> Parser<'a> {
                     return self.err(col_of(s), "expected a dimension or an element type in tensor type");
                 }
                 let Some(dt) = DType::from_name(name) else {
-                    return self.err(col_of(s), format!("unsupported element type '{name}' (ck supports f32, f16, bf16)"));
+                    return self.err(col_of(s), format!("unsupported element type '{name}' (ck supports {})", DType::all_names()));
                 };
                 if !rest_blank {
                     return self.err(col_of(i), "expected '>' after the element type");

@@ -6,36 +6,62 @@
 
 use std::fmt;
 
-/// Element type of a tensor. Everything computes in f32 today; f16/bf16 parse
-/// and print so files that mention them round-trip.
+/// Element type of a tensor.
+///
+/// Float types (`f32`, `bf16`, `f16`) are differentiable; integer types
+/// (`i64`, `i32`) and `i1` (booleans, one byte per element as in numpy and
+/// PyTorch) are never differentiated but are ordinary values everywhere else:
+/// placed, counted and recomputed at their real size.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum DType {
     F32,
     F16,
     BF16,
+    I64,
+    I32,
+    I1,
 }
 
 impl DType {
+    /// Every element type, in the order docs list them.
+    pub const ALL: &'static [DType] = &[DType::F32, DType::BF16, DType::F16, DType::I64, DType::I32, DType::I1];
     pub fn name(self) -> &'static str {
         match self {
             DType::F32 => "f32",
             DType::F16 => "f16",
             DType::BF16 => "bf16",
+            DType::I64 => "i64",
+            DType::I32 => "i32",
+            DType::I1 => "i1",
         }
     }
     pub fn from_name(s: &str) -> Option<DType> {
-        match s {
-            "f32" => Some(DType::F32),
-            "f16" => Some(DType::F16),
-            "bf16" => Some(DType::BF16),
-            _ => None,
-        }
+        DType::ALL.iter().copied().find(|d| d.name() == s)
     }
+    /// Bytes of one element (`i1`: one byte).
     pub fn bytes(self) -> u64 {
         match self {
-            DType::F32 => 4,
+            DType::I64 => 8,
+            DType::F32 | DType::I32 => 4,
             DType::F16 | DType::BF16 => 2,
+            DType::I1 => 1,
         }
+    }
+    /// `f32`, `bf16`, `f16`: the types autodiff differentiates.
+    pub fn is_float(self) -> bool {
+        matches!(self, DType::F32 | DType::F16 | DType::BF16)
+    }
+    /// `i64`, `i32` (not `i1`).
+    pub fn is_integer(self) -> bool {
+        matches!(self, DType::I64 | DType::I32)
+    }
+    /// `i1`.
+    pub fn is_bool(self) -> bool {
+        self == DType::I1
+    }
+    /// The names of every element type, for messages (`f32, bf16, f16, i64, i32, i1`).
+    pub fn all_names() -> String {
+        DType::ALL.iter().map(|d| d.name()).collect::<Vec<_>>().join(", ")
     }
 }
 
@@ -102,6 +128,17 @@ mod tests {
         let t = TensorType::f32(vec![32, 64]);
         assert_eq!(t.to_string(), "tensor<32x64xf32>");
         assert_eq!(t.byte_size(), Some(32 * 64 * 4));
+    }
+    #[test]
+    fn every_dtype_round_trips_by_name_with_its_size() {
+        for &d in DType::ALL {
+            assert_eq!(DType::from_name(d.name()), Some(d));
+        }
+        let sizes: Vec<u64> = DType::ALL.iter().map(|d| d.bytes()).collect();
+        assert_eq!(sizes, vec![4, 2, 2, 8, 4, 1]);
+        assert_eq!(TensorType::new(vec![8, 128], DType::I64).to_string(), "tensor<8x128xi64>");
+        assert_eq!(TensorType::new(vec![3], DType::I1).bytes(), 3);
+        assert!(DType::BF16.is_float() && !DType::I32.is_float() && DType::I1.is_bool() && !DType::I1.is_integer());
     }
     #[test]
     fn overflowing_size_is_none() {

@@ -13,7 +13,7 @@
 
 use crate::NamedTensor;
 use ckopt_ir::ops::ATTR_NAME;
-use ckopt_ir::{Attr, Diag, Func, Loc};
+use ckopt_ir::{Attr, DType, Diag, Func, Loc};
 use safetensors::tensor::{Dtype, SafeTensors, TensorView};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -29,6 +29,34 @@ pub enum WriteError {
     Tensor { name: String, source: safetensors::SafeTensorError },
     #[error("cannot serialize the parameters: {0}")]
     Serialize(safetensors::SafeTensorError),
+}
+
+/// The ck element type of a safetensors dtype (`F32`, `BF16`, `F16`, `I64`,
+/// `I32`, `BOOL`); `None` for the others. One table for every reader and
+/// writer of safetensors files (parameters, datasets, checkpoints).
+pub fn ck_dtype(d: Dtype) -> Option<DType> {
+    Some(match d {
+        Dtype::F32 => DType::F32,
+        Dtype::BF16 => DType::BF16,
+        Dtype::F16 => DType::F16,
+        Dtype::I64 => DType::I64,
+        Dtype::I32 => DType::I32,
+        Dtype::BOOL => DType::I1,
+        _ => return None,
+    })
+}
+
+/// The safetensors dtype of a ck element type (the inverse of `ck_dtype`;
+/// `i1` is `BOOL`, one byte per element, as ck stores it).
+pub fn safetensors_dtype(d: DType) -> Dtype {
+    match d {
+        DType::F32 => Dtype::F32,
+        DType::BF16 => Dtype::BF16,
+        DType::F16 => Dtype::F16,
+        DType::I64 => Dtype::I64,
+        DType::I32 => Dtype::I32,
+        DType::I1 => Dtype::BOOL,
+    }
 }
 
 /// Serializes `tensors` (f32, little-endian) as one safetensors file.
@@ -130,6 +158,15 @@ mod tests {
 
     fn nt(name: &str, shape: &[u64], data: &[f32]) -> NamedTensor {
         NamedTensor { name: name.into(), shape: shape.to_vec(), data: data.to_vec() }
+    }
+
+    #[test]
+    fn dtype_table_is_a_bijection_on_cks_types() {
+        for &d in DType::ALL {
+            assert_eq!(ck_dtype(safetensors_dtype(d)), Some(d));
+            assert_eq!(safetensors_dtype(d).size() as u64, d.bytes(), "{d:?}");
+        }
+        assert_eq!(ck_dtype(Dtype::U8), None);
     }
 
     #[test]

@@ -158,7 +158,7 @@ pub struct TrainResult {
 pub fn step_once(exec: &mut dyn StepExec, sig: &StepSig, step: usize, lr_hint: f32) -> Result<f32, Diag> {
     if let Some(k) = sig.step_key {
         // The step number's bits: a distinct key each step.
-        exec.set_arg(k, &Tensor { shape: vec![], data: vec![f32::from_bits(step as u32)] })?;
+        exec.set_arg(k, &Tensor::scalar(f32::from_bits(step as u32)))?;
     }
     exec.run()?;
     let loss = exec.result(0).and_then(|t| t.item()).unwrap_or(f32::NAN);

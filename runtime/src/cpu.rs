@@ -149,7 +149,7 @@ impl CpuExecutor {
     /// parameters for donated ones).
     pub fn arg(&self, i: usize) -> Option<Tensor> {
         let a = self.prog.args.get(i)?;
-        Some(Tensor { shape: a.shape.iter().map(|&d| d as usize).collect(), data: self.args.get(i)?.clone() })
+        Some(Tensor::vector(self.args.get(i)?.clone()).reshaped(a.shape.iter().map(|&d| d as usize).collect()))
     }
 
     fn base(&mut self, b: BufId) -> *mut f32 {
@@ -266,12 +266,12 @@ impl CpuExecutor {
             BufId::Workspace => self.workspace.as_slice(),
             BufId::Arg(i) => {
                 let a = self.args.get(i as usize)?;
-                return Some(Tensor { shape: r.shape.iter().map(|&d| d as usize).collect(), data: a.clone() });
+                return Some(Tensor::vector(a.clone()).reshaped(r.shape.iter().map(|&d| d as usize).collect()));
             }
         };
         let o = r.slot.offset as usize;
         let data = bytes.get(o..o + 4 * n)?.chunks_exact(4).map(|c| f32::from_ne_bytes([c[0], c[1], c[2], c[3]])).collect();
-        Some(Tensor { shape: r.shape.iter().map(|&d| d as usize).collect(), data })
+        Some(Tensor::vector(data).reshaped(r.shape.iter().map(|&d| d as usize).collect()))
     }
 
     /// Runs one step on `inputs` (one tensor per argument) and returns the results.

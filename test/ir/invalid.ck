@@ -156,9 +156,9 @@ func.func @f(%x: tensor<*xf32>) {
 
 // -----
 
-/// Element types other than f32/f16/bf16 are rejected.
-// expected-error@+1 {{unsupported element type 'i32' (ck supports f32, f16, bf16)}}
-func.func @f(%x: tensor<2xi32>) {
+/// Element types other than the six ck knows are rejected.
+// expected-error@+1 {{unsupported element type 'i8' (ck supports f32, bf16, f16, i64, i32, i1)}}
+func.func @f(%x: tensor<2xi8>) {
   "ck.return"() : () -> ()
 }
 
@@ -1001,4 +1001,40 @@ func.func @f(%x: tensor<2x3xf32>) -> tensor<3x2xf32> {
   // expected-error@+1 {{'ck.broadcast' op an epilogue op of a reduce fusion must have the reduction's result shape [2]}}
   %b = "ck.broadcast"(%a) {ck.fusion = 1 : i64, dims = [1]} : (tensor<2xf32>) -> tensor<3x2xf32>
   "ck.return"(%b) : (tensor<3x2xf32>) -> ()
+}
+
+// -----
+
+/// Math is for floats only.
+func.func @f(%x: tensor<2xi64>) -> tensor<2xi64> {
+  // expected-error@+1 {{'ck.exp' op computes in a float element type (f32, bf16, f16), got i64}}
+  %y = "ck.exp"(%x) : (tensor<2xi64>) -> tensor<2xi64>
+  "ck.return"(%y) : (tensor<2xi64>) -> ()
+}
+
+// -----
+
+/// No arithmetic on i1.
+func.func @f(%x: tensor<2xi1>) -> tensor<2xi1> {
+  // expected-error@+1 {{'ck.add' op computes in a float or integer element type (not i1), got i1}}
+  %y = "ck.add"(%x, %x) : (tensor<2xi1>, tensor<2xi1>) -> tensor<2xi1>
+  "ck.return"(%y) : (tensor<2xi1>) -> ()
+}
+
+// -----
+
+/// Operands share one element type.
+func.func @f(%x: tensor<2xi32>, %y: tensor<2xi64>) -> tensor<2xi64> {
+  // expected-error@+1 {{'ck.add' op operand element types differ: tensor<2xi32> and tensor<2xi64>}}
+  %z = "ck.add"(%x, %y) : (tensor<2xi32>, tensor<2xi64>) -> tensor<2xi64>
+  "ck.return"(%z) : (tensor<2xi64>) -> ()
+}
+
+// -----
+
+/// An integer fill takes an integral value.
+func.func @f() -> tensor<2xi64> {
+  // expected-error@+1 {{'ck.fill' op fill of i64 needs an integral 'value'}}
+  %y = "ck.fill"() {value = 0.5 : f32} : () -> tensor<2xi64>
+  "ck.return"(%y) : (tensor<2xi64>) -> ()
 }

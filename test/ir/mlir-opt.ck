@@ -1,6 +1,7 @@
 // RUN: ckopt-opt %S/roundtrip.ck | %mlir-opt --allow-unregistered-dialect | FileCheck %s --check-prefix=MLIR
 // RUN: ckopt-opt %S/roundtrip.ck | %mlir-opt --allow-unregistered-dialect | ckopt-opt | FileCheck %s --check-prefix=BACK
 // RUN: ckopt-opt %s | %mlir-opt --allow-unregistered-dialect --verify-roundtrip | FileCheck %s --check-prefix=SELF
+// RUN: ckopt-opt %S/dtypes.ck | %mlir-opt --allow-unregistered-dialect | ckopt-opt > /dev/null
 // RUN: ckopt-gen mlp --depth 2 --width 8 --batch 4 | %mlir-opt --allow-unregistered-dialect | ckopt-opt > /dev/null
 // RUN: ckopt-gen resmlp --depth 2 --width 8 --batch 4 | %mlir-opt --allow-unregistered-dialect | ckopt-opt > /dev/null
 // RUN: ckopt-gen lstm --depth 2 --seq 3 --width 4 --batch 2 | %mlir-opt --allow-unregistered-dialect | ckopt-opt > /dev/null

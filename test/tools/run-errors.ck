@@ -29,7 +29,7 @@
 
 // RUN: echo '{"inputs": [{"shape": [2], "data": [1.0, "a"]}]}' > %t.syntax.json
 // RUN: not ckopt-run %s --inputs %t.syntax.json 2>&1 | FileCheck %s --check-prefix=JSON
-// JSON: syntax.json:1:{{[0-9]+}}: error: invalid tensor JSON: invalid type: string "a", expected f32
+// JSON: syntax.json:1:{{[0-9]+}}: error: invalid tensor JSON: invalid type: string "a", expected a number or a boolean
 
 // RUN: not ckopt-run %s --seed 1 --inputs %t.len.json 2>&1 | FileCheck %s --check-prefix=BOTH
 // BOTH: the argument '--seed <N>' cannot be used with '--inputs <FILE.json>'

@@ -4,8 +4,9 @@
 //! `@NAME_grad` with the same arguments (argument attributes such as
 //! `{ck.param}` carried over) returning `(loss, dloss/d wrt_1, ..., dloss/d wrt_k)`
 //! with the wrt arguments in argument order. `wrt=all` (the default) means the
-//! `{ck.param}` arguments, or every argument when none is marked (docs/ir.md);
-//! `wrt=I,J,..` names argument indices (0-based). `func=NAME` restricts the
+//! `{ck.param}` arguments, or every argument when none is marked (docs/ir.md),
+//! float arguments only; `wrt=I,J,..` names argument indices (0-based), which
+//! must be float arguments (integer and bool values are never differentiated). `func=NAME` restricts the
 //! pass to one function; without it every function whose first result is a
 //! rank-0 tensor is differentiated, except those that already have a
 //! `@NAME_grad` and those that are themselves `@X_grad` of an `@X` in the module.
@@ -19,7 +20,8 @@
 //! Backward ops carry the location of the forward op they differentiate.
 //!
 //! Only what is needed is emitted: an operand gets a gradient only when it is
-//! *active* (depends on a wrt argument through differentiable operands) and
+//! *active* (a float value that depends on a wrt argument through
+//! differentiable operands; integer and bool values never are) and
 //! its op is *useful* (the loss depends on it). Fan-out gradients accumulate
 //! eagerly with `add` (only when a second contribution really arrives, so at
 //! most two partial sums are live); gradients of slices of one value that
@@ -48,7 +50,8 @@
 //! function per differentiated function; existing functions unchanged.
 //! Errors (located, naming the function or op): `func=NAME` missing or not
 //! returning a rank-0 first result, `@NAME_grad` already present for
-//! `func=NAME`, a wrt index out of range, the one op without a rule
+//! `func=NAME`, a wrt index out of range or naming an integer/bool argument,
+//! a loss that is not a float, the one op without a rule
 //! (`max_pool2d_grad` with overlapping windows, differentiated w.r.t. its dy).
 //!
 //! Complexity: O(ops + values) per function (one forward activity sweep, one
@@ -119,7 +122,7 @@ pub fn grad_name(name: &str) -> String {
 
 /// Whether `f`'s first result is a rank-0 tensor (a scalar loss).
 pub fn has_scalar_loss(f: &Func) -> bool {
-    f.result_types.first().is_some_and(|t| t.rank() == 0) && !f.returned().is_empty()
+    f.result_types.first().is_some_and(|t| t.rank() == 0 && t.dtype.is_float()) && !f.returned().is_empty()
 }
 
 /// What one differentiation did (for statistics and tests).
@@ -316,13 +319,26 @@ fn rule(e: &mut Emitter, f: &Func, op: &Op, dy: ValueId, want: &[bool]) -> Resul
 /// Builds `@NAME_grad` for one function. Returns it with its forward and backward op counts.
 pub fn differentiate(f: &Func, wrt: &Wrt) -> Result<(Func, usize, usize), Diag> {
     let nargs = f.params.len();
+    let is_float = |i: usize| f.ty(f.params[i].value).dtype.is_float();
     let mut wrt_idx: Vec<usize> = match wrt {
-        Wrt::All => f.trainable_indices(),
+        // Integer and bool arguments (token ids, labels, masks) are constants.
+        Wrt::All => f.trainable_indices().into_iter().filter(|&i| is_float(i)).collect(),
         Wrt::Indices(v) => {
             if let Some(&bad) = v.iter().find(|&&i| i >= nargs) {
                 return Err(Diag::error(
                     f.loc.clone(),
                     format!("autodiff: wrt index {bad} is out of range: @{} has {nargs} argument{}", f.name, if nargs == 1 { "" } else { "s" }),
+                ));
+            }
+            if let Some(&bad) = v.iter().find(|&&i| !is_float(i)) {
+                let p = f.params[bad].value;
+                return Err(Diag::error(
+                    f.loc.clone(),
+                    format!(
+                        "autodiff: wrt index {bad} names %{}, of type {}: integer and bool values are not differentiated",
+                        f.name_of(p),
+                        f.ty(p)
+                    ),
                 ));
             }
             v.clone()
@@ -333,6 +349,12 @@ pub fn differentiate(f: &Func, wrt: &Wrt) -> Result<(Func, usize, usize), Diag> 
     let Some(&loss) = f.returned().first() else {
         return Err(Diag::error(f.loc.clone(), format!("autodiff: function @{} returns nothing", f.name)));
     };
+    if !f.ty(loss).dtype.is_float() {
+        return Err(Diag::error(
+            f.loc.clone(),
+            format!("autodiff: the loss of @{} has type {}; a loss must be a float scalar", f.name, f.ty(loss)),
+        ));
+    }
     let fwd: Vec<&Op> = f.body.iter().filter(|o| o.kind != OpKind::Return).collect();
     let nv = f.values.len();
 
@@ -359,7 +381,10 @@ pub fn differentiate(f: &Func, wrt: &Wrt) -> Result<(Func, usize, usize), Diag> 
     }
     for op in &fwd {
         if let Some(r) = op.result {
-            active[r.index()] = op.operands.iter().enumerate().any(|(i, o)| active[o.index()] && differentiable_operand(op.kind, i));
+            // Only float values carry gradients (a comparison's i1 result, or a
+            // cast to an integer type, stops them).
+            active[r.index()] = f.ty(r).dtype.is_float()
+                && op.operands.iter().enumerate().any(|(i, o)| active[o.index()] && differentiable_operand(op.kind, i));
         }
     }
     // Usefulness: the loss depends on it.

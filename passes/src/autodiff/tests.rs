@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used)]
 
 use super::*;
-use ckopt_ir::{Attr, Attrs, TensorType, attrs, verify_module};
+use ckopt_ir::{Attr, Attrs, DType, TensorType, attrs, verify_module};
 
 fn t(s: &[u64]) -> TensorType {
     TensorType::f32(s.to_vec())
@@ -267,4 +267,29 @@ fn deep_chain_is_linear_time() {
     let el = t0.elapsed();
     assert_eq!(s.backward_ops, 1 + 1 + 10_000 * 2 + 9_999, "seed, broadcast, relu_grad+dW per layer, dh for all but the first");
     assert!(el.as_secs_f64() < 20.0, "autodiff of 10k layers took {el:?}");
+}
+
+/// Integer and bool arguments are constants: `wrt=all` (no `{ck.param}`
+/// marked: every argument) skips them, `wrt` naming one is an error, and a
+/// function whose rank-0 result is an integer is not a loss.
+#[test]
+fn integer_arguments_are_never_differentiated() {
+    let mut f = Func::new("f", l());
+    let x = f.add_param("x", t(&[4]), false);
+    let ids = f.add_param("ids", TensorType::new(vec![4], DType::I64), false);
+    let two = f.push(OpKind::Add, &[ids, ids], Attrs::new(), None, "two", l()).unwrap();
+    let s = f.push(OpKind::Mul, &[x, x], Attrs::new(), None, "s", l()).unwrap();
+    let loss = f.push(OpKind::ReduceSum, &[s], attrs([("dims", Attr::IntArray(vec![0]))]), None, "loss", l()).unwrap();
+    f.push_return(&[loss, two], l());
+    let (g, _, _) = differentiate(&f, &Wrt::All).unwrap();
+    assert_eq!(g.result_types, vec![t(&[]), t(&[4])], "d/dx only");
+    let e = differentiate(&f, &Wrt::Indices(vec![1])).unwrap_err();
+    assert!(e.message.contains("wrt index 1 names %ids, of type tensor<4xi64>"), "{}", e.message);
+
+    let mut h = Func::new("count", l());
+    let n = h.add_param("n", TensorType::new(vec![], DType::I64), false);
+    let m2 = h.push(OpKind::Add, &[n, n], Attrs::new(), None, "m", l()).unwrap();
+    h.push_return(&[m2], l());
+    assert!(!has_scalar_loss(&h));
+    assert!(differentiate(&h, &Wrt::All).unwrap_err().message.contains("a loss must be a float scalar"));
 }

@@ -212,7 +212,7 @@ impl CudaExecutor {
             let bytes = unsafe { std::slice::from_raw_parts_mut(data.as_mut_ptr() as *mut u8, n * 4) };
             self.module.dev.dtoh(ptr, bytes)?;
         }
-        Ok(Tensor { shape: shape.iter().map(|&d| d as usize).collect(), data })
+        Ok(Tensor::vector(data).reshaped(shape.iter().map(|&d| d as usize).collect()))
     }
 
     /// Result `j` of the last run, copied back.

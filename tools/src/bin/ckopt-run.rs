@@ -199,7 +199,8 @@ fn choose_inputs(cli: &Cli, f: &Func, loaded: &Loaded) -> Result<(Vec<Tensor>, S
             let bytes = read_bytes(path)?;
             let name = display_name(path);
             let text = String::from_utf8_lossy(&bytes);
-            let ts = parse_inputs(&text, name).map_err(|d| ToolError::diag(d, Some(&text)))?;
+            let expected: Vec<_> = rest.iter().map(|&i| f.ty(f.params[i].value).dtype).collect();
+            let ts = parse_inputs(&text, name, &expected).map_err(|d| ToolError::diag(d, Some(&text)))?;
             if ts.len() != rest.len() {
                 let names: Vec<String> = rest.iter().map(|&i| format!("%{}", f.name_of(f.params[i].value))).collect();
                 return Err(ToolError::msg(format!(
@@ -229,13 +230,18 @@ fn choose_inputs(cli: &Cli, f: &Func, loaded: &Loaded) -> Result<(Vec<Tensor>, S
     Ok((ts, desc))
 }
 
+/// The element types of `f`'s arguments (the tensor JSON's default dtypes).
+fn arg_dtypes(f: &Func) -> Vec<ckopt_ir::DType> {
+    f.params.iter().map(|p| f.ty(p.value).dtype).collect()
+}
+
 fn choose_plain_inputs(cli: &Cli, f: &Func, loaded: &Loaded) -> Result<(Vec<Tensor>, String), ToolError> {
     match &cli.inputs {
         Some(path) => {
             let bytes = read_bytes(path)?;
             let name = display_name(path);
             let text = String::from_utf8_lossy(&bytes);
-            let ts = parse_inputs(&text, name).map_err(|d| ToolError::diag(d, Some(&text)))?;
+            let ts = parse_inputs(&text, name, &arg_dtypes(f)).map_err(|d| ToolError::diag(d, Some(&text)))?;
             // Blame the JSON file, and point at the function's signature.
             check_inputs(f, &ts).map_err(|d| {
                 let e = Diag::error(Loc::new(Arc::from(name), 0, 0), d.message)
