@@ -31,7 +31,7 @@
 
 use std::fmt;
 
-pub use ckopt_interp::Tensor;
+pub use ckopt_interp::{ShapeError, Tensor};
 pub use ckopt_ir::{Attr, Attrs, DType, Diag, Diags, Func, Loc, Module, OpKind, TensorType, ValueId, attrs};
 pub use ckopt_lower::PtxOptions;
 pub use ckopt_models::{GenOptions, ModelKind, SizeOpt};
@@ -504,7 +504,7 @@ impl Trainer {
             ckopt_passes::train::plan_if_needed(&mut m, &sig.step_func, "inplace,fuse,memplan")?;
         }
         let step_fn = find(&m, &sig.step_func)?.clone();
-        let zeros: Vec<Tensor> = step_fn.params.iter().map(|p| Tensor::zeros(&shape(step_fn.ty(p.value)))).collect();
+        let zeros: Vec<Tensor> = step_fn.params.iter().map(|p| Tensor::zeros_of(step_fn.ty(p.value))).collect::<Result<_, _>>()?;
         let exec: Box<dyn ckopt_interp::StepExec + Send> = match backend {
             None => Box::new(ckopt_interp::InterpExec::new(m, &sig.step_func, zeros)?),
             Some(b) => Box::new(ckopt_runtime::Executor::new(&step_fn, b, &PtxOptions::default())?),
@@ -567,10 +567,13 @@ impl Trainer {
             ));
         }
         for (&i, t) in idx.iter().zip(batch) {
-            let want = shape(self.loss_fn.ty(self.loss_fn.params[i].value));
-            if t.shape != want {
+            let ty = self.loss_fn.ty(self.loss_fn.params[i].value);
+            if !t.matches_type(ty) {
                 let name = self.loss_fn.name_of(self.loss_fn.params[i].value);
-                return Err(err(ErrorKind::Input, format!("argument {i} (%{name}) of @{} needs shape {want:?}, got {:?}", self.sig.loss_func, t.shape)));
+                return Err(err(
+                    ErrorKind::Input,
+                    format!("argument {i} (%{name}) of @{} is {ty}, got {:?} of {}", self.sig.loss_func, t.shape, t.dtype.name()),
+                ));
             }
             self.exec.set_arg(i, t).map_err(|d| Error::new(ErrorKind::Input, d, None))?;
         }
@@ -614,9 +617,6 @@ impl Trainer {
     }
 }
 
-fn shape(t: &TensorType) -> Vec<usize> {
-    t.shape.iter().map(|&d| d as usize).collect()
-}
 
 #[cfg(test)]
 mod tests;
