@@ -5,7 +5,7 @@
 //! `ToolError` whose `render()` is what the tool prints on stderr
 //! (`FILE:LINE:COL: error: MSG` + source line + caret when located).
 
-use ckopt_ir::{Diag, Diags, Loc, Module};
+use ckopt_ir::{Diag, Diags, Module};
 use std::io::Read;
 use std::sync::Arc;
 
