@@ -41,7 +41,7 @@ export CKOPT_LIBDEVICE="${CKOPT_LIBDEVICE:-$HOME/.cache/ckopt/cuda-nvcc/nvidia/c
 [[ -f "$CKOPT_LIBDEVICE" ]] || { echo "gpu-check: libdevice not found (scripts/setup.sh fetches it; or set CKOPT_LIBDEVICE)" >&2; exit 1; }
 if [[ ! -x "$bin/ckopt-translate" ]]; then
   echo "gpu-check: building the release tools (make build) ..." >&2
-  cargo build --release --workspace --features ckopt-tools/lower >&2
+  cargo build --release --workspace --exclude ckopt-python --features ckopt-tools/lower >&2
 fi
 # ckopt-exec alone: without the workspace's `lower` feature, so it links no LLVM.
 cargo build --release -p ckopt-exec >&2

@@ -97,3 +97,13 @@ CKOPT_BIN_DIR="$BIN" RESULTS_DIR=target/demo bench/cpu-vs-jax.py --quick
 echo
 echo "== PyTorch models through ONNX: memory table and training (bench/onnx.sh) =="
 CKOPT_BIN_DIR="$BIN" bench/onnx.sh 64 5
+
+# Python (docs/python.md): the package built into target/demo-venv with uv
+# (a release wheel: `uv pip install ./python`), then a model from Python,
+# its memory curve's points, and a few training steps on new batches.
+echo
+echo "== From Python: import ckopt (python/; bench/python-demo.py) =="
+PYV=target/demo-venv
+[ -x "$PYV/bin/python" ] || uv venv -q --python python3 "$PYV"
+VIRTUAL_ENV="$PWD/$PYV" uv pip install -q --reinstall-package ckopt ./python
+"$PYV/bin/python" bench/python-demo.py

@@ -1,29 +1,37 @@
 //! ckopt: the embedding API for other frontends (a thin facade over the
-//! workspace's crates: the logic lives in them, this crate wires it).
+//! workspace's crates: the logic lives in them, this crate wires it). The
+//! Python package (`python/`, `import ckopt`) is built on it.
 //!
-//! 1. Get a module: `parse` ck IR text, `model` a benchmark model, or build
-//!    one with `Func::push` (re-exported IR types).
+//! 1. Get a module: `parse` ck IR text, `load` a file, `model`/`gen_model`
+//!    a benchmark model, or build one with `Func::push` (re-exported IR
+//!    types).
 //! 2. Choose passes: `Options` (autodiff, inplace, remat mode and budget,
-//!    memplan) gives a pipeline string; `optimize` runs any pipeline.
-//! 3. `memory_report` reads the numbers of docs/memory.md for every function
-//!    (`device_bytes`: "does it fit?"); `memory_curves` the whole
-//!    memory/recompute trade-off of every gradient function.
+//!    memplan) gives a pipeline string; `optimize` runs any pipeline
+//!    (`optimize_interruptible` asks a hook before each pass).
+//! 3. `memory_report`/`memory_report_of` read the numbers of docs/memory.md
+//!    (`device_bytes`: "does it fit?"); `memory_curves`/`memory_curve` the
+//!    memory/recompute trade-off of gradient functions; `reports_json` and
+//!    `curves_json` are the one serializer of the `ckopt-opt
+//!    --memory-report`/`--memory-curve` JSON.
 //! 4. `compile` a function for `Target::Interp | Cpu | Cuda` (cpu/cuda plan
 //!    it with `fuse,memplan` if needed) and `Compiled::run` it on `Tensor`s;
 //!    `Compiled::report` gives the measured step time and arena.
 //! 5. `Trainer` runs SGD steps of a model through its step function
 //!    `@NAME_step` (parameters resident on the backend), with the training
-//!    driver of `ckopt-run --train` (`ckopt_passes::train`).
-//! 6. `import_onnx` turns an ONNX model into a module plus its parameter
-//!    values (`Params`, in `{ck.param}` argument order), `params_tensors`
-//!    makes them `Tensor`s; `read_params`/`write_params` are safetensors.
+//!    driver of `ckopt-run --train` (`ckopt_passes::train`); `step_with`
+//!    takes a new batch (the non-parameter arguments) each step.
+//! 6. `import_onnx`/`import_onnx_bytes` turn an ONNX model into a module
+//!    plus its parameter values (`Params`, in `{ck.param}` argument order),
+//!    `params_tensors` makes them `Tensor`s; `read_params`/`write_params`
+//!    are safetensors; `arg_name` is an argument's name there.
 //!
-//! Errors are `Error` values (rendered diagnostics with source lines); no
-//! call panics on bad input.
+//! Errors are `Error` values: an `ErrorKind` (what failed), diagnostics and
+//! the source they point into (`render` is the tools' text); no call panics
+//! on bad input.
 
 use std::fmt;
 
-pub use ckopt_interp::Tensor;
+pub use ckopt_interp::{ShapeError, Tensor};
 pub use ckopt_ir::{Attr, Attrs, DType, Diag, Diags, Func, Loc, Module, OpKind, TensorType, ValueId, attrs};
 pub use ckopt_lower::PtxOptions;
 pub use ckopt_models::{GenOptions, ModelKind, SizeOpt};
@@ -32,66 +40,163 @@ pub use ckopt_passes::remat::curve::{Curve, CurvePoint};
 pub use ckopt_runtime::Report as RunReport;
 pub use ckopt_onnx::{ImportOptions, Loss, NamedTensor, Params};
 
-/// An error with its diagnostics and, when known, the source they point into.
+/// What failed, so that callers (the Python package's exception classes,
+/// a frontend's error handling) can tell errors apart without parsing
+/// messages. Every call documents the kinds it returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// ck IR text that does not parse or verify (`parse`, `load`).
+    Parse,
+    /// A pipeline text that does not parse: unknown pass or option, bad value.
+    Pipeline,
+    /// A pass that failed (an infeasible remat budget, ...) or whose output
+    /// did not verify.
+    Pass,
+    /// Planning or compiling a function for cpu/cuda; an unknown function.
+    Compile,
+    /// Running a step: a backend failure, a non-finite training loss.
+    Run,
+    /// Arguments that do not match the function (count, shape, element type).
+    Input,
+    /// An ONNX model or a safetensors file that cannot be imported or read.
+    Import,
+    /// A file that cannot be read or written.
+    Io,
+    /// A model or size that `ckopt-gen` does not have.
+    Gen,
+    /// The caller's `should_stop` hook stopped a long call between two
+    /// passes (`optimize_interruptible`).
+    Interrupted,
+}
+
+/// An error with its kind, diagnostics and, when known, the source they
+/// point into.
 #[derive(Debug, Clone)]
 pub struct Error {
+    pub kind: ErrorKind,
     pub diags: Diags,
     pub source: Option<String>,
 }
 
+impl Error {
+    pub fn new(kind: ErrorKind, diags: impl Into<Diags>, source: Option<String>) -> Error {
+        Error { kind, diags: diags.into(), source }
+    }
+    /// The error as the command-line tools print it: each diagnostic
+    /// `FILE:LINE:COL: error: MESSAGE`, with the source line and a caret
+    /// when the source is known (ends with a newline).
+    pub fn render(&self) -> String {
+        self.diags.render(self.source.as_deref())
+    }
+    /// The same error with another kind (what a call reports it as).
+    pub fn with_kind(mut self, kind: ErrorKind) -> Error {
+        self.kind = kind;
+        self
+    }
+    /// The same error rendered against `source` when it has none yet.
+    pub fn with_source(mut self, source: Option<&str>) -> Error {
+        if self.source.is_none() {
+            self.source = source.map(str::to_string);
+        }
+        self
+    }
+}
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.diags.render(self.source.as_deref()).trim_end())
+        f.write_str(self.render().trim_end())
     }
 }
 
 impl std::error::Error for Error {}
 
+/// Diagnostics from a call that does not say otherwise are `Compile`
+/// errors (planning, lowering); calls that know better set the kind.
 impl From<Diags> for Error {
     fn from(diags: Diags) -> Error {
-        Error { diags, source: None }
+        Error { kind: ErrorKind::Compile, diags, source: None }
     }
 }
 
 impl From<Diag> for Error {
     fn from(d: Diag) -> Error {
-        Error { diags: d.into(), source: None }
+        Error { kind: ErrorKind::Compile, diags: d.into(), source: None }
     }
 }
 
-fn msg(m: impl std::fmt::Display) -> Error {
-    Diag::error(Loc::unknown(), m.to_string()).into()
+fn err(kind: ErrorKind, m: impl std::fmt::Display) -> Error {
+    Error::new(kind, Diag::error(Loc::unknown(), m.to_string()), None)
 }
 
 /// Imports an ONNX model: a module with one function (graph inputs, loss
 /// inputs, then one `{ck.param}` argument per initializer that feeds
 /// computation) and the parameters' values in that argument order.
+/// Errors: `Import` (`Io` when the file cannot be read).
 pub fn import_onnx(path: impl AsRef<std::path::Path>, opts: ImportOptions) -> Result<(Module, Params), Error> {
-    ckopt_onnx::import_file(path.as_ref(), &opts).map_err(Error::from)
+    let p = path.as_ref();
+    let file = p.display().to_string();
+    let bytes = std::fs::read(p).map_err(|e| err(ErrorKind::Io, format!("cannot read '{file}': {e}")))?;
+    import_onnx_bytes(&bytes, &file, p.parent(), opts)
+}
+
+/// `import_onnx` of a serialized model held in memory (`file` names it in
+/// diagnostics; external tensor data is looked for in `dir`, when given).
+/// Errors: `Import`.
+pub fn import_onnx_bytes(bytes: &[u8], file: &str, dir: Option<&std::path::Path>, opts: ImportOptions) -> Result<(Module, Params), Error> {
+    ckopt_onnx::import_bytes(bytes, file, dir, &opts).map_err(|d| Error::new(ErrorKind::Import, d, None))
 }
 
 /// Parameter values as tensors (for `Compiled::run` and `Trainer::step`).
 pub fn params_tensors(params: &Params) -> Result<Vec<Tensor>, Error> {
-    params.iter().map(|p| Tensor::new(p.shape.iter().map(|&d| d as usize).collect(), p.data.clone()).map_err(msg)).collect()
+    params
+        .iter()
+        .map(|p| Tensor::new(p.shape.iter().map(|&d| d as usize).collect(), p.data.clone()).map_err(|e| err(ErrorKind::Input, e)))
+        .collect()
 }
 
-/// Reads a safetensors file of f32 tensors.
+/// Reads a safetensors file of f32 tensors. Errors: `Io`, `Import`.
 pub fn read_params(path: impl AsRef<std::path::Path>) -> Result<Params, Error> {
     let p = path.as_ref();
     let file = p.display().to_string();
-    let bytes = std::fs::read(p).map_err(|e| msg(format!("cannot read '{file}': {e}")))?;
-    ckopt_onnx::read_safetensors(&bytes, &file).map_err(Error::from)
+    let bytes = std::fs::read(p).map_err(|e| err(ErrorKind::Io, format!("cannot read '{file}': {e}")))?;
+    ckopt_onnx::read_safetensors(&bytes, &file).map_err(|d| Error::new(ErrorKind::Import, d, None))
 }
 
-/// Writes tensors as a safetensors file.
+/// Writes tensors as a safetensors file. Errors: `Input`, `Io`.
 pub fn write_params(path: impl AsRef<std::path::Path>, params: &Params) -> Result<(), Error> {
-    let bytes = ckopt_onnx::write_safetensors(params).map_err(msg)?;
-    std::fs::write(path.as_ref(), bytes).map_err(|e| msg(format!("cannot write '{}': {e}", path.as_ref().display())))
+    let bytes = ckopt_onnx::write_safetensors(params).map_err(|e| err(ErrorKind::Input, e))?;
+    std::fs::write(path.as_ref(), bytes).map_err(|e| err(ErrorKind::Io, format!("cannot write '{}': {e}", path.as_ref().display())))
+}
+
+/// The name of argument `i` of `f` in weights files and parameter
+/// dictionaries: its `ck.name`, else its value name without `%`.
+pub fn arg_name(f: &Func, i: usize) -> String {
+    ckopt_onnx::weights::arg_name(f, i)
 }
 
 /// Parses and verifies ck IR text (`file` names it in diagnostics).
+/// Errors: `Parse`, rendered against `text`.
 pub fn parse(text: &str, file: &str) -> Result<Module, Error> {
-    ckopt_ir::parse_and_verify(text, file).map_err(|diags| Error { diags, source: Some(text.to_string()) })
+    ckopt_ir::parse_and_verify(text, file).map_err(|diags| Error::new(ErrorKind::Parse, diags, Some(text.to_string())))
+}
+
+/// Reads and parses a ck IR file (diagnostics name it as `path` is
+/// written, as the tools do). Returns the module and its text (what
+/// errors of later calls are rendered against). Errors: `Io`, `Parse`.
+pub fn load(path: impl AsRef<std::path::Path>) -> Result<(Module, String), Error> {
+    let p = path.as_ref();
+    let file = p.display().to_string();
+    let bytes = std::fs::read(p).map_err(|e| err(ErrorKind::Io, format!("cannot read '{file}': {e}")))?;
+    parse_bytes(bytes, &file)
+}
+
+/// `parse` of a file's bytes (what `load` does after reading it): invalid
+/// UTF-8 is a `Parse` error at the line and column of the first bad byte,
+/// never a lossy decode. Returns the module and its text.
+pub fn parse_bytes(bytes: Vec<u8>, file: &str) -> Result<(Module, String), Error> {
+    let text = ckopt_ir::parser::decode_utf8(bytes, file, 1).map_err(|(d, good)| Error::new(ErrorKind::Parse, d, Some(good)))?;
+    let m = parse(&text, file)?;
+    Ok((m, text))
 }
 
 /// Prints a module as ck IR.
@@ -100,9 +205,26 @@ pub fn print(module: &Module) -> String {
 }
 
 /// A benchmark model (`mlp`, `resmlp`, `lstm`, `resnet`, `transformer`) as
-/// `ckopt-gen` prints it.
+/// `ckopt-gen` prints it. Errors: `Gen`.
 pub fn model(kind: ModelKind, opts: &GenOptions) -> Result<Module, Error> {
-    ckopt_models::generate(kind, opts).map_err(msg)
+    ckopt_models::generate(kind, opts).map_err(|e| err(ErrorKind::Gen, e))
+}
+
+/// `model` by names, as `ckopt-gen MODEL --SIZE N ...` takes them: the
+/// model's name and `(size option, value)` pairs (`("depth", 4)`). An
+/// unknown model or size name is a `Gen` error listing the valid ones.
+pub fn gen_model(name: &str, sizes: &[(&str, u64)]) -> Result<Module, Error> {
+    let names = || ModelKind::ALL.iter().map(|k| k.name()).collect::<Vec<_>>().join(", ");
+    let kind = ModelKind::from_name(name).ok_or_else(|| err(ErrorKind::Gen, format!("unknown model '{name}' (models: {})", names())))?;
+    let mut opts = GenOptions::default();
+    for &(k, v) in sizes {
+        let o = SizeOpt::ALL.iter().copied().find(|o| o.name() == k).ok_or_else(|| {
+            let valid: Vec<&str> = kind.options().iter().map(|(o, _)| o.name()).collect();
+            err(ErrorKind::Gen, format!("unknown size '{k}' for {name} (its sizes: {})", valid.join(", ")))
+        })?;
+        opts.set(o, Some(v));
+    }
+    model(kind, &opts)
 }
 
 /// Which passes to run, as a pipeline (docs/passes.md).
@@ -175,18 +297,45 @@ impl Options {
     }
 }
 
-/// Runs a pass pipeline (`autodiff,remat{mode=sqrt},memplan`, ...) on the module.
+/// Runs a pass pipeline (`autodiff,remat{mode=sqrt},memplan`, ...) on the
+/// module, verifying after each pass. Errors: `Pipeline`, `Pass`.
 pub fn optimize(module: &mut Module, pipeline: &str) -> Result<(), Error> {
+    optimize_interruptible(module, pipeline, || false)
+}
+
+/// `optimize`, asking `should_stop` before each pass: when it says true the
+/// call returns an `Interrupted` error and the module is as the passes run
+/// so far left it (the Python package checks for Ctrl-C there).
+pub fn optimize_interruptible(module: &mut Module, pipeline: &str, mut should_stop: impl FnMut() -> bool) -> Result<(), Error> {
     if pipeline.trim().is_empty() {
         return Ok(());
     }
-    let mut pm = ckopt_passes::PassManager::parse(pipeline).map_err(msg)?;
-    pm.run(module).map_err(Error::from)
+    let mut pm = ckopt_passes::PassManager::parse(pipeline).map_err(|e| err(ErrorKind::Pipeline, e))?;
+    let mut stopped = None;
+    pm.run_until(module, |next| {
+        if should_stop() {
+            stopped = Some(next.to_string());
+            true
+        } else {
+            false
+        }
+    })
+    .map_err(|d| Error::new(ErrorKind::Pass, d, None))?;
+    match stopped {
+        Some(pass) => Err(err(ErrorKind::Interrupted, format!("interrupted before pass {pass}"))),
+        None => Ok(()),
+    }
 }
 
 /// The memory report (docs/memory.md) of every function.
 pub fn memory_report(module: &Module) -> Vec<MemoryReport> {
     ckopt_passes::analysis::report::module_report(module)
+}
+
+/// The memory report of one function. Errors: `Compile` (no such function).
+pub fn memory_report_of(module: &Module, func: &str) -> Result<MemoryReport, Error> {
+    let f = find(module, func)?;
+    Ok(ckopt_passes::analysis::report::memory_report(f))
 }
 
 /// The memory/recompute curve (docs/remat.md) of every gradient function:
@@ -195,6 +344,38 @@ pub fn memory_report(module: &Module) -> Vec<MemoryReport> {
 /// after the passes that come before `remat` (e.g. `autodiff,inplace`).
 pub fn memory_curves(module: &Module) -> Vec<Curve> {
     ckopt_passes::remat::curve::module_curves(module)
+}
+
+/// The curve of one function. Errors: `Compile` when there is no such
+/// function or remat cannot rewrite it (not a gradient function).
+pub fn memory_curve(module: &Module, func: &str) -> Result<Curve, Error> {
+    let f = find(module, func)?;
+    ckopt_passes::remat::curve::memory_curve(f).ok_or_else(|| {
+        Error::new(
+            ErrorKind::Compile,
+            Diag::error(f.loc.clone(), format!("@{func} has no memory curve: remat rewrites gradient functions (run autodiff first)")),
+            None,
+        )
+    })
+}
+
+/// The memory reports as the JSON of `ckopt-opt --memory-report` (an
+/// array, one object per report; the one serializer of that schema).
+pub fn reports_json(reports: &[MemoryReport]) -> String {
+    ckopt_passes::analysis::report::reports_json(reports)
+}
+
+/// The curves as the JSON of `ckopt-opt --memory-curve` (an array, one
+/// object per curve; the one serializer of that schema).
+pub fn curves_json(curves: &[Curve]) -> String {
+    ckopt_passes::remat::curve::curves_json(curves)
+}
+
+fn find<'m>(module: &'m Module, func: &str) -> Result<&'m Func, Error> {
+    module.func(func).ok_or_else(|| {
+        let names: Vec<String> = module.funcs.iter().map(|f| format!("@{}", f.name)).collect();
+        err(ErrorKind::Compile, format!("no function @{func} in the module (functions: {})", names.join(", ")))
+    })
 }
 
 /// Where `compile` runs a function.
@@ -216,8 +397,16 @@ pub struct Compiled {
     last: Option<RunReport>,
 }
 
+fn backend(target: Target) -> Option<ckopt_runtime::Backend> {
+    match target {
+        Target::Interp => None,
+        Target::Cpu => Some(ckopt_runtime::Backend::Cpu),
+        Target::Cuda => Some(ckopt_runtime::Backend::Cuda),
+    }
+}
+
 /// Compiles `func` of `module` for `target`. For cpu/cuda the function is
-/// planned with memplan first when it has no `ck.offset`s.
+/// planned with memplan first when it has no `ck.offset`s. Errors: `Compile`.
 pub fn compile(module: &Module, func: &str, target: Target) -> Result<Compiled, Error> {
     compile_with(module, func, target, &PtxOptions::default())
 }
@@ -225,42 +414,39 @@ pub fn compile(module: &Module, func: &str, target: Target) -> Result<Compiled, 
 /// `compile` with NVPTX options (sm, libdevice path, block size).
 pub fn compile_with(module: &Module, func: &str, target: Target, ptx: &PtxOptions) -> Result<Compiled, Error> {
     let mut module = module.clone();
-    let f = module.func_mut(func).ok_or_else(|| msg(format!("no function @{func} in the module")))?;
-    let backend = match target {
-        Target::Interp => None,
-        Target::Cpu => Some(ckopt_runtime::Backend::Cpu),
-        Target::Cuda => Some(ckopt_runtime::Backend::Cuda),
-    };
-    let exec = match backend {
+    let name = find(&module, func)?.name.clone();
+    let exec = match backend(target) {
         None => None,
         Some(b) => {
-            let name = f.name.clone();
             ckopt_passes::train::plan_if_needed(&mut module, &name, "fuse,memplan")?;
-            let f = module.func(&name).ok_or_else(|| msg(format!("no function @{name}")))?;
-            Some(ckopt_runtime::Executor::new(f, b, ptx)?)
+            Some(ckopt_runtime::Executor::new(find(&module, &name)?, b, ptx)?)
         }
     };
-    let func = module.func(func).cloned().ok_or_else(|| msg(format!("no function @{func}")))?;
+    let func = find(&module, &name)?.clone();
     Ok(Compiled { func, module, exec, last: None })
 }
 
 impl Compiled {
     /// Runs one step: one tensor per argument in, one per result out.
+    /// Errors: `Input` (count, shapes), `Run`.
     pub fn run(&mut self, inputs: &[Tensor]) -> Result<Vec<Tensor>, Error> {
+        ckopt_interp::check_inputs(&self.func, inputs).map_err(|d| Error::new(ErrorKind::Input, d, None))?;
+        let run = |d: Diag| Error::new(ErrorKind::Run, d, None);
         match &mut self.exec {
             Some(e) => {
-                let out = e.step(inputs)?;
+                let out = e.step(inputs).map_err(run)?;
                 self.last = Some(e.report());
                 Ok(out)
             }
             None => {
                 let t = std::time::Instant::now();
-                let out = ckopt_interp::run_func(&self.module, &self.func.name, inputs)?;
+                let out = ckopt_interp::run_func(&self.module, &self.func.name, inputs).map_err(run)?;
                 self.last = Some(RunReport {
                     backend: "interp".into(),
                     function: self.func.name.clone(),
                     step_ms: t.elapsed().as_secs_f64() * 1e3,
                     steps: self.last.as_ref().map(|r| r.steps).unwrap_or(0) + 1,
+                    input_bytes: inputs.iter().map(Tensor::bytes).sum(),
                     ..Default::default()
                 });
                 Ok(out)
@@ -281,7 +467,7 @@ impl Compiled {
     }
     /// Deterministic inputs for the function (`ckopt-run --seed`).
     pub fn random_inputs(&self, seed: u64) -> Result<Vec<Tensor>, Error> {
-        ckopt_interp::try_random_inputs(&self.func, seed).map_err(Error::from)
+        ckopt_interp::try_random_inputs(&self.func, seed).map_err(|d| Error::new(ErrorKind::Input, d, None))
     }
 }
 
@@ -292,9 +478,10 @@ impl Compiled {
 /// comes back per step. The driver is `ckopt_passes::train`, the same as
 /// `ckopt-run --train`.
 pub struct Trainer {
-    exec: Box<dyn ckopt_interp::StepExec>,
+    exec: Box<dyn ckopt_interp::StepExec + Send>,
     sig: ckopt_passes::train::StepSig,
     step_fn: Func,
+    loss_fn: Func,
     n_args: usize,
     lr: f32,
     steps: usize,
@@ -306,45 +493,44 @@ impl Trainer {
     /// wanted: remat, fuse, memplan; an unplanned step function is planned
     /// with `inplace,fuse,memplan` for cpu/cuda) with SGD at `lr`, and
     /// compiles it for `target`. Load the arguments with `load` before `step`.
+    /// Errors: `Compile`.
     pub fn new(module: &Module, model: &str, target: Target, lr: f32) -> Result<Trainer, Error> {
         let mut m = module.clone();
         let sig = ckopt_passes::train::prepare(&mut m, model, &ckopt_passes::sgd::SgdOptions { lr, ..Default::default() })?;
-        let n_args = m.func(&sig.loss_func).map(|f| f.params.len()).unwrap_or(0);
-        let backend = match target {
-            Target::Interp => None,
-            Target::Cpu => Some(ckopt_runtime::Backend::Cpu),
-            Target::Cuda => Some(ckopt_runtime::Backend::Cuda),
-        };
+        let loss_fn = find(&m, &sig.loss_func)?.clone();
+        let n_args = loss_fn.params.len();
+        let backend = backend(target);
         if backend.is_some() {
             ckopt_passes::train::plan_if_needed(&mut m, &sig.step_func, "inplace,fuse,memplan")?;
         }
-        let step_fn = m.func(&sig.step_func).cloned().ok_or_else(|| msg(format!("no @{}", sig.step_func)))?;
-        let zeros: Vec<Tensor> = step_fn.params.iter().map(|p| Tensor::zeros(&shape(step_fn.ty(p.value)))).collect();
-        let exec: Box<dyn ckopt_interp::StepExec> = match backend {
+        let step_fn = find(&m, &sig.step_func)?.clone();
+        let zeros: Vec<Tensor> = step_fn.params.iter().map(|p| Tensor::zeros_of(step_fn.ty(p.value))).collect::<Result<_, _>>()?;
+        let exec: Box<dyn ckopt_interp::StepExec + Send> = match backend {
             None => Box::new(ckopt_interp::InterpExec::new(m, &sig.step_func, zeros)?),
             Some(b) => Box::new(ckopt_runtime::Executor::new(&step_fn, b, &PtxOptions::default())?),
         };
-        Ok(Trainer { exec, sig, step_fn, n_args, lr, steps: 0, report: None })
+        Ok(Trainer { exec, sig, step_fn, loss_fn, n_args, lr, steps: 0, report: None })
     }
 
     /// Loads the model's arguments (inputs and initial parameters, in the
     /// order of `@model`'s arguments); optimizer state starts at zero.
+    /// Errors: `Input`.
     pub fn load(&mut self, args: &[Tensor]) -> Result<(), Error> {
-        if args.len() != self.n_args {
-            return Err(msg(format!("@{} takes {} arguments, {} given", self.sig.loss_func, self.n_args, args.len())));
-        }
+        ckopt_interp::check_inputs(&self.loss_fn, args).map_err(|d| Error::new(ErrorKind::Input, d, None))?;
         for (i, t) in ckopt_passes::train::initial_args(&self.step_fn, &self.sig, args).iter().enumerate() {
-            self.exec.set_arg(i, t)?;
+            self.exec.set_arg(i, t).map_err(|d| Error::new(ErrorKind::Input, d, None))?;
         }
         Ok(())
     }
 
-    /// One SGD step: returns the loss at the current parameters, then the
-    /// parameters are updated where they live.
+    /// One SGD step on the arguments loaded so far: returns the loss at the
+    /// current parameters, then the parameters are updated where they live.
+    /// Errors: `Run` (a backend failure, a non-finite loss).
     pub fn step(&mut self) -> Result<f32, Error> {
         self.steps += 1;
         let t = std::time::Instant::now();
-        let loss = ckopt_passes::train::step_once(self.exec.as_mut(), &self.sig, self.steps, self.lr)?;
+        let loss = ckopt_passes::train::step_once(self.exec.as_mut(), &self.sig, self.steps, self.lr)
+            .map_err(|d| Error::new(ErrorKind::Run, d, None))?;
         self.report = Some(RunReport {
             function: self.sig.step_func.clone(),
             step_ms: t.elapsed().as_secs_f64() * 1e3,
@@ -355,6 +541,45 @@ impl Trainer {
         Ok(loss)
     }
 
+    /// The arguments of `@model` that are not trained (inputs, targets: a
+    /// training batch), by index in argument order. Empty when every
+    /// argument is trained (no `{ck.param}` marks).
+    pub fn batch_indices(&self) -> Vec<usize> {
+        (0..self.n_args).filter(|i| !self.sig.params.contains(i)).collect()
+    }
+
+    /// The trained arguments of `@model` (`{ck.param}`), by index.
+    pub fn param_indices(&self) -> Vec<usize> {
+        self.sig.params.clone()
+    }
+
+    /// One step on a new batch: `batch` holds the non-trained arguments
+    /// (`batch_indices`, in that order), which replace the previous ones in
+    /// the backend; the parameters stay where they live. Errors: `Input`
+    /// (count, shapes), `Run`.
+    pub fn step_with(&mut self, batch: &[Tensor]) -> Result<f32, Error> {
+        let idx = self.batch_indices();
+        if batch.len() != idx.len() {
+            let names: Vec<String> = idx.iter().map(|&i| format!("%{}", self.loss_fn.name_of(self.loss_fn.params[i].value))).collect();
+            return Err(err(
+                ErrorKind::Input,
+                format!("a batch of @{} is {} tensor(s) ({}), {} given", self.sig.loss_func, idx.len(), names.join(", "), batch.len()),
+            ));
+        }
+        for (&i, t) in idx.iter().zip(batch) {
+            let ty = self.loss_fn.ty(self.loss_fn.params[i].value);
+            if !t.matches_type(ty) {
+                let name = self.loss_fn.name_of(self.loss_fn.params[i].value);
+                return Err(err(
+                    ErrorKind::Input,
+                    format!("argument {i} (%{name}) of @{} is {ty}, got {:?} of {}", self.sig.loss_func, t.shape, t.dtype.name()),
+                ));
+            }
+            self.exec.set_arg(i, t).map_err(|d| Error::new(ErrorKind::Input, d, None))?;
+        }
+        self.step()
+    }
+
     /// The model's arguments now (parameters as trained so far).
     pub fn args(&self) -> Vec<Tensor> {
         (0..self.n_args).filter_map(|i| self.exec.arg(i)).collect()
@@ -362,13 +587,23 @@ impl Trainer {
 
     /// Deterministic arguments for the model (`ckopt-run --seed`).
     pub fn random_inputs(&self, seed: u64) -> Result<Vec<Tensor>, Error> {
-        let all = ckopt_interp::try_random_inputs(&self.step_fn, seed)?;
+        let all = ckopt_interp::try_random_inputs(&self.step_fn, seed).map_err(|d| Error::new(ErrorKind::Input, d, None))?;
         Ok(all.into_iter().take(self.n_args).collect())
+    }
+
+    /// The loss function `@model` (its arguments are what `load` takes).
+    pub fn loss_function(&self) -> &Func {
+        &self.loss_fn
     }
 
     /// The step function as compiled (planned for cpu/cuda).
     pub fn step_function(&self) -> &Func {
         &self.step_fn
+    }
+
+    /// Steps run so far.
+    pub fn steps(&self) -> usize {
+        self.steps
     }
 
     /// What the last step measured (step time; arena bytes on cpu).
@@ -382,9 +617,18 @@ impl Trainer {
     }
 }
 
-fn shape(t: &TensorType) -> Vec<usize> {
-    t.shape.iter().map(|&d| d as usize).collect()
-}
 
 #[cfg(test)]
 mod tests;
+
+// The Python package holds these across threads (the GIL is released
+// while they run).
+#[allow(dead_code)]
+fn assert_send() {
+    fn send<T: Send>() {}
+    fn sync<T: Sync>() {}
+    send::<Compiled>();
+    send::<Trainer>();
+    send::<Module>();
+    sync::<Module>();
+}

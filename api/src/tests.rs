@@ -208,3 +208,84 @@ fn memory_curve_and_device_budget_through_the_api() {
     assert!(r.device_bytes.unwrap() <= budget, "{:?} > {budget}", r.device_bytes);
     assert!(r.recompute_flops > 0);
 }
+
+#[test]
+fn gen_model_by_names_and_its_errors() {
+    let m = gen_model("mlp", &[("depth", 2), ("width", 4), ("batch", 2)]).unwrap();
+    assert_eq!(m, model(ModelKind::Mlp, &GenOptions { depth: Some(2), width: Some(4), batch: Some(2), ..Default::default() }).unwrap());
+    let e = gen_model("nope", &[]).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Gen);
+    assert!(e.to_string().contains("mlp, resmlp"), "{e}");
+    let e = gen_model("mlp", &[("dpth", 2)]).unwrap_err();
+    assert!(e.to_string().contains("unknown size 'dpth'") && e.to_string().contains("depth, width, batch"), "{e}");
+    assert_eq!(gen_model("mlp", &[("seq", 2)]).unwrap_err().kind, ErrorKind::Gen);
+}
+
+#[test]
+fn error_kinds_say_what_failed() {
+    assert_eq!(parse("module {", "x.ck").unwrap_err().kind, ErrorKind::Parse);
+    let mut m = gen_model("mlp", &[("depth", 2), ("width", 4), ("batch", 2)]).unwrap();
+    assert_eq!(optimize(&mut m.clone(), "nope").unwrap_err().kind, ErrorKind::Pipeline);
+    let e = optimize(&mut m.clone(), "autodiff,remat{mode=greedy budget=1}").unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Pass, "{e}");
+    assert_eq!(compile(&m, "nope", Target::Interp).err().map(|e| e.kind), Some(ErrorKind::Compile));
+    let mut c = compile(&m, "mlp", Target::Interp).unwrap();
+    assert_eq!(c.run(&[]).unwrap_err().kind, ErrorKind::Input);
+    assert_eq!(load("/nonexistent/x.ck").unwrap_err().kind, ErrorKind::Io);
+    optimize(&mut m, "autodiff").unwrap();
+    assert_eq!(memory_curve(&m, "mlp").unwrap_err().kind, ErrorKind::Compile);
+    assert_eq!(memory_curve(&m, "mlp_grad").unwrap().function, "mlp_grad");
+    assert_eq!(memory_report_of(&m, "mlp_grad").unwrap(), memory_report(&m)[1]);
+    assert_eq!(reports_json(&memory_report(&m)), ckopt_passes::analysis::reports_json(&memory_report(&m)));
+}
+
+/// The hook is asked before each pass; stopping leaves the passes run so far.
+#[test]
+fn optimize_interruptible_stops_between_passes() {
+    let base = gen_model("mlp", &[("depth", 2), ("width", 4), ("batch", 2)]).unwrap();
+    let mut asked = 0;
+    let mut m = base.clone();
+    let e = optimize_interruptible(&mut m, "autodiff,memplan", || {
+        asked += 1;
+        asked == 2
+    })
+    .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Interrupted);
+    assert!(e.to_string().contains("before pass memplan"), "{e}");
+    let mut want = base.clone();
+    optimize(&mut want, "autodiff").unwrap();
+    assert_eq!(m, want);
+    let mut n = 0;
+    let mut all = base.clone();
+    optimize_interruptible(&mut all, "autodiff,memplan", || {
+        n += 1;
+        false
+    })
+    .unwrap();
+    assert_eq!(n, 2);
+}
+
+/// `step_with` on a sequence of new batches equals loading each batch with
+/// the trained parameters and stepping, and the interpreter's trainer.
+#[test]
+fn trainer_step_with_new_batches_equals_the_interpreter() {
+    let m = gen_model("mlp", &[("depth", 3), ("width", 8), ("batch", 4)]).unwrap();
+    let mut cpu = Trainer::new(&m, "mlp", Target::Cpu, 0.1).unwrap();
+    let mut interp = Trainer::new(&m, "mlp", Target::Interp, 0.1).unwrap();
+    let init = cpu.random_inputs(0).unwrap();
+    cpu.load(&init).unwrap();
+    interp.load(&init).unwrap();
+    let batch = cpu.batch_indices();
+    assert_eq!(batch, vec![0, 1], "x and the target");
+    for seed in 1..5 {
+        let fresh = cpu.random_inputs(seed).unwrap();
+        let b: Vec<Tensor> = batch.iter().map(|&i| fresh[i].clone()).collect();
+        let (lc, li) = (cpu.step_with(&b).unwrap(), interp.step_with(&b).unwrap());
+        assert!((lc - li).abs() <= 1e-4 * li.abs().max(1.0), "step {seed}: cpu {lc} interp {li}");
+    }
+    for (c, i) in cpu.args().iter().zip(interp.args()) {
+        close(&c.data, &i.data).unwrap();
+    }
+    assert_eq!(cpu.args()[0], cpu.random_inputs(4).unwrap()[0], "the last batch is resident");
+    assert_eq!(cpu.step_with(&[]).unwrap_err().kind, ErrorKind::Input);
+}

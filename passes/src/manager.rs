@@ -490,8 +490,26 @@ impl PassManager {
     /// Like `run_with`, but `observe(pass, module, failed)` is also called
     /// when a pass fails or its output does not verify (`failed == true`,
     /// the module as the pass left it), before the error is returned.
-    pub fn run_observed(&mut self, module: &mut Module, mut observe: impl FnMut(&str, &Module, bool)) -> Result<(), Diags> {
+    pub fn run_observed(&mut self, module: &mut Module, observe: impl FnMut(&str, &Module, bool)) -> Result<(), Diags> {
+        self.run_core(module, |_| false, observe)
+    }
+    /// Runs the passes, asking `stop(next pass)` before each one: when it
+    /// says true the remaining passes do not run and the module is as the
+    /// ones before left it (`Ok`: the caller knows that it stopped). What
+    /// lets a frontend honour Ctrl-C between passes.
+    pub fn run_until(&mut self, module: &mut Module, stop: impl FnMut(&str) -> bool) -> Result<(), Diags> {
+        self.run_core(module, stop, |_, _, _| {})
+    }
+    fn run_core(
+        &mut self,
+        module: &mut Module,
+        mut stop: impl FnMut(&str) -> bool,
+        mut observe: impl FnMut(&str, &Module, bool),
+    ) -> Result<(), Diags> {
         for (i, e) in self.entries.iter().enumerate() {
+            if stop(e.info.name) {
+                return Ok(());
+            }
             self.stats.set_pass(e.info.name);
             let t = Instant::now();
             let result = run_keeping_fusion(e, module, &mut self.stats);

@@ -5,7 +5,7 @@
 //! `ToolError` whose `render()` is what the tool prints on stderr
 //! (`FILE:LINE:COL: error: MSG` + source line + caret when located).
 
-use ckopt_ir::{Diag, Diags, Loc, Module};
+use ckopt_ir::{Diag, Diags, Module};
 use std::io::Read;
 use std::sync::Arc;
 
@@ -67,24 +67,10 @@ pub fn read_source(path: &str) -> Result<Source, ToolError> {
     Ok(Source { name, text })
 }
 
-/// Decodes UTF-8, locating the first invalid byte (1-based line, byte column).
+/// Decodes UTF-8, locating the first invalid byte (1-based line, byte
+/// column; `ckopt_ir::parser::decode_utf8`).
 pub fn decode_utf8(bytes: Vec<u8>, name: &Arc<str>) -> Result<String, ToolError> {
-    match String::from_utf8(bytes) {
-        Ok(s) => Ok(s),
-        Err(e) => {
-            let bytes = e.as_bytes();
-            let bad = e.utf8_error().valid_up_to();
-            let good = &bytes[..bad];
-            let line = good.iter().filter(|&&b| b == b'\n').count() + 1;
-            let line_start = good.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-            let col = bad - line_start + 1;
-            let d = Diag::error(
-                Loc::new(name.clone(), u32::try_from(line).unwrap_or(u32::MAX), u32::try_from(col).unwrap_or(u32::MAX)),
-                format!("invalid UTF-8 (byte 0x{:02X})", bytes[bad]),
-            );
-            Err(ToolError::diag(d, Some(&String::from_utf8_lossy(good))))
-        }
-    }
+    ckopt_ir::parser::decode_utf8(bytes, name, 1).map_err(|(d, good)| ToolError::diag(d, Some(&good)))
 }
 
 /// A parsed and verified module with the text it came from.

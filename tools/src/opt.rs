@@ -178,12 +178,9 @@ fn process_case(
     Ok(module)
 }
 
-/// The memory reports as a JSON array (the keys of docs/memory.md), pretty-printed.
-pub fn reports_json(reports: &[MemoryReport]) -> String {
-    let mut s = serde_json::to_string_pretty(reports).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
-    s.push('\n');
-    s
-}
+/// The memory reports as a JSON array (the keys of docs/memory.md),
+/// pretty-printed: the passes' one serializer of that schema.
+pub use ckopt_passes::analysis::report::reports_json;
 
 #[cfg(test)]
 mod tests {

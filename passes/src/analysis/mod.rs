@@ -10,5 +10,5 @@ pub mod timeline;
 pub use flops::op_flops;
 pub use liveness::{Interval, Liveness, liveness, live_bytes_timeline, peak};
 pub use phase::{Phase, op_phases};
-pub use report::{MemoryReport, argument_bytes, memory_report, module_report};
+pub use report::{MemoryReport, argument_bytes, memory_report, module_report, reports_json};
 pub use timeline::{func_timeline_svg, memory_timeline_svg};

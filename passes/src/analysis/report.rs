@@ -38,6 +38,15 @@ pub fn argument_bytes(f: &Func) -> u64 {
     f.params.iter().map(|p| f.ty(p.value).bytes()).fold(0u64, u64::saturating_add)
 }
 
+/// The reports as JSON (the `--memory-report` schema of docs/memory.md:
+/// an array, one object per report), pretty-printed with a final newline.
+/// The one serializer of that schema: `ckopt-opt` and the API use it.
+pub fn reports_json(reports: &[MemoryReport]) -> String {
+    let mut s = serde_json::to_string_pretty(reports).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
+    s.push('\n');
+    s
+}
+
 pub fn memory_report(f: &Func) -> MemoryReport {
     let live = liveness(f);
     let phases = op_phases(f);

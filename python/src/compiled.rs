@@ -1,0 +1,120 @@
+//! `ckopt.Compiled`: one function compiled for a target, run with arrays.
+
+use crate::convert::{ArgInfo, arg_infos, tensor_to_py, tensors_from_args};
+use crate::errors::{Failure, attached, detached};
+use crate::json_value;
+use crate::module::api;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyTuple};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// `"interp"`, `"cpu"` or `"cuda"`.
+pub fn parse_target(t: &str) -> PyResult<ckopt::Target> {
+    match t {
+        "interp" => Ok(ckopt::Target::Interp),
+        "cpu" => Ok(ckopt::Target::Cpu),
+        "cuda" => Ok(ckopt::Target::Cuda),
+        _ => Err(PyValueError::new_err(format!("target must be 'interp', 'cpu' or 'cuda', got {t:?}"))),
+    }
+}
+
+/// The lock, also after a panic in another call (the state is then as
+/// that call left it; the panic itself became `InternalError`).
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A function compiled for a target (`Module.compile`): `run(*arrays)`
+/// runs one step on numpy arrays (or anything with `__array__` /
+/// `__dlpack__`), one per argument, and returns one new array per result.
+/// Calls from several threads take turns; the GIL is released while a
+/// step runs.
+#[pyclass(frozen, module = "ckopt")]
+pub struct Compiled {
+    inner: Mutex<ckopt::Compiled>,
+    args: Vec<ArgInfo>,
+    results: usize,
+    func: String,
+    target: String,
+    source: Option<Arc<String>>,
+}
+
+impl Compiled {
+    pub fn new(c: ckopt::Compiled, target: &str, source: Option<Arc<String>>) -> Compiled {
+        let f = c.func();
+        let args = arg_infos(f, 0..f.params.len());
+        let results = f.result_types.len();
+        let func = f.name.clone();
+        Compiled { inner: Mutex::new(c), args, results, func, target: target.to_string(), source }
+    }
+}
+
+#[pymethods]
+impl Compiled {
+    /// Runs one step: one array per argument of the function (in order),
+    /// returns a list with one new float32 array per result. Wrong count →
+    /// `TypeError`, wrong kind → `TypeError`, wrong shape → `ValueError`,
+    /// each naming the argument and its IR type; a failing step raises
+    /// `RunError`.
+    #[pyo3(signature = (*arrays))]
+    fn run<'py>(&self, py: Python<'py>, arrays: &Bound<'py, PyTuple>) -> PyResult<Bound<'py, PyList>> {
+        let inputs = tensors_from_args(arrays, &self.args, &format!("@{}", self.func))?;
+        let src = self.source.as_deref().map(|s| s.as_str());
+        let outputs = detached(py, || lock(&self.inner).run(&inputs).map_err(api(src)))?;
+        let arrays: Vec<Bound<'py, PyAny>> = outputs.iter().map(|t| tensor_to_py(py, t)).collect::<PyResult<_>>()?;
+        PyList::new(py, arrays)
+    }
+
+    /// What the last `run` measured, as a dict with the keys of
+    /// `ckopt-run --report` for the backend (`backend`, `function`,
+    /// `step_ms`, `compile_ms`, `arena_bytes`, `arena_allocated_bytes`,
+    /// `input_bytes`, `kernels`, ...); `None` before the first run.
+    #[getter]
+    fn report<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let rep = lock(&self.inner).report();
+        match rep {
+            None => Ok(None),
+            Some(r) => json_value(py, &r.to_json().to_string()).map(Some),
+        }
+    }
+
+    /// The memory report (dict, the `ckopt-opt --memory-report` keys) of
+    /// the function as compiled (planned for cpu/cuda).
+    fn memory_report<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let r = lock(&self.inner).memory_report();
+        json_value(py, &ckopt::reports_json(&[r]))?.get_item(0)
+    }
+
+    /// Deterministic arguments (`ckopt-run --seed`): uniform in [-1, 1),
+    /// `{ck.param}` arguments scaled by 1/sqrt(fan_in).
+    #[pyo3(signature = (seed=0))]
+    fn random_inputs<'py>(&self, py: Python<'py>, seed: u64) -> PyResult<Bound<'py, PyList>> {
+        let ts = attached(py, || lock(&self.inner).random_inputs(seed).map_err(Failure::from))?;
+        let arrays: Vec<Bound<'py, PyAny>> = ts.iter().map(|t| tensor_to_py(py, t)).collect::<PyResult<_>>()?;
+        PyList::new(py, arrays)
+    }
+
+    /// The arguments as `(name, shape, dtype)` tuples (`("x", (32, 64),
+    /// "f32")`), in order.
+    #[getter]
+    fn arguments(&self) -> Vec<(String, Vec<u64>, &'static str)> {
+        self.args.iter().map(|a| (a.name.clone(), a.ty.shape.clone(), a.ty.dtype.name())).collect()
+    }
+
+    /// The function's name.
+    #[getter]
+    fn function(&self) -> String {
+        self.func.clone()
+    }
+
+    /// `"interp"`, `"cpu"` or `"cuda"`.
+    #[getter]
+    fn target(&self) -> String {
+        self.target.clone()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<ckopt.Compiled @{} for {}: {} arguments, {} results>", self.func, self.target, self.args.len(), self.results)
+    }
+}

@@ -1,0 +1,213 @@
+//! `ckopt.Module` and the calls that make one: `parse`, `load`, `gen`,
+//! `import_onnx`. A module is immutable from Python: `optimize` returns a
+//! new one. It keeps the text it was parsed from (shared by the modules
+//! derived from it), so errors of later calls render the source line.
+
+use crate::compiled::{Compiled, parse_target};
+use crate::convert::named_to_py;
+use crate::errors::{Failure, attached, detached};
+use crate::json_value;
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// A ck IR module: functions of tensor ops (the text form is MLIR's
+/// generic syntax). Make one with `ckopt.parse`, `ckopt.load`, `ckopt.gen`
+/// or `ckopt.import_onnx`; `optimize` returns a new module.
+#[pyclass(frozen, module = "ckopt")]
+pub struct Module {
+    pub(crate) m: ckopt::Module,
+    pub(crate) source: Option<Arc<String>>,
+}
+
+impl Module {
+    pub(crate) fn src(&self) -> Option<&str> {
+        self.source.as_deref().map(|s| s.as_str())
+    }
+}
+
+/// `Failure::Api` rendered against `source`.
+pub(crate) fn api(source: Option<&str>) -> impl Fn(ckopt::Error) -> Failure + '_ {
+    move |e| Failure::Api(e.with_source(source))
+}
+
+#[pymethods]
+impl Module {
+    /// The module as ck IR text (what `ckopt-opt` prints).
+    #[getter]
+    fn text(&self) -> String {
+        ckopt::print(&self.m)
+    }
+
+    fn __str__(&self) -> String {
+        ckopt::print(&self.m)
+    }
+
+    fn __repr__(&self) -> String {
+        let ops: usize = self.m.funcs.iter().map(|f| f.body.iter().filter(|o| o.kind != ckopt::OpKind::Return).count()).sum();
+        let n = self.m.funcs.len();
+        format!("<ckopt.Module {n} function{}, {ops} ops>", if n == 1 { "" } else { "s" })
+    }
+
+    /// The names of the module's functions, in order.
+    #[getter]
+    fn functions(&self) -> Vec<String> {
+        self.m.funcs.iter().map(|f| f.name.clone()).collect()
+    }
+
+    /// Writes the module's text to `path`.
+    fn save(&self, path: PathBuf) -> PyResult<()> {
+        std::fs::write(&path, ckopt::print(&self.m)).map_err(PyErr::from)
+    }
+
+    /// Runs a pass pipeline (`ckopt-opt --pass-pipeline` text, e.g.
+    /// `"autodiff,inplace,remat{mode=sqrt},memplan"`) on a copy of the
+    /// module, verifying after each pass, and returns the copy. The GIL is
+    /// released while the passes run; Ctrl-C is checked between passes
+    /// (`KeyboardInterrupt`). Raises `PassError`.
+    fn optimize(&self, py: Python<'_>, pipeline: &str) -> PyResult<Module> {
+        let src = self.src();
+        let m = detached(py, || {
+            let mut m = self.m.clone();
+            let mut interrupt: Option<PyErr> = None;
+            let r = ckopt::optimize_interruptible(&mut m, pipeline, || match Python::attach(|py| py.check_signals()) {
+                Ok(()) => false,
+                Err(e) => {
+                    interrupt = Some(e);
+                    true
+                }
+            });
+            match (r, interrupt) {
+                (_, Some(e)) => Err(Failure::Py(e)),
+                (Err(e), None) => Err(api(src)(e)),
+                (Ok(()), None) => Ok(m),
+            }
+        })?;
+        Ok(Module { m, source: self.source.clone() })
+    }
+
+    /// The memory report of every function (`func=None`: a list, exactly
+    /// the JSON array of `ckopt-opt --memory-report=-`) or of one (a dict).
+    #[pyo3(signature = (func=None))]
+    fn memory_report<'py>(&self, py: Python<'py>, func: Option<&str>) -> PyResult<Bound<'py, PyAny>> {
+        let text = attached(py, || {
+            let reps = match func {
+                None => ckopt::memory_report(&self.m),
+                Some(f) => vec![ckopt::memory_report_of(&self.m, f).map_err(api(self.src()))?],
+            };
+            Ok(ckopt::reports_json(&reps))
+        })?;
+        let v = json_value(py, &text)?;
+        if func.is_some() { v.get_item(0) } else { Ok(v) }
+    }
+
+    /// The memory/recompute curve of every gradient function (`func=None`:
+    /// a list, exactly the JSON of `ckopt-opt --memory-curve=-`) or of one
+    /// (a dict: `function`, `min_feasible_bytes`, `points` of `peak_bytes`,
+    /// `recompute_flops`, `plan`). Take it before `remat`
+    /// (after `autodiff,inplace`). The GIL is released while plans are
+    /// measured. Raises `CompileError` for a function without a curve.
+    #[pyo3(signature = (func=None))]
+    fn memory_curve<'py>(&self, py: Python<'py>, func: Option<&str>) -> PyResult<Bound<'py, PyAny>> {
+        let src = self.src();
+        let text = detached(py, || {
+            let curves = match func {
+                None => ckopt::memory_curves(&self.m),
+                Some(f) => vec![ckopt::memory_curve(&self.m, f).map_err(api(src))?],
+            };
+            Ok(ckopt::curves_json(&curves))
+        })?;
+        let v = json_value(py, &text)?;
+        if func.is_some() { v.get_item(0) } else { Ok(v) }
+    }
+
+    /// Compiles `func` for `target` (`"interp"`, `"cpu"` or `"cuda"`); cpu
+    /// and cuda plan an unplanned function with `fuse,memplan` first. The
+    /// GIL is released while it compiles. Raises `CompileError`.
+    #[pyo3(signature = (func, target="cpu"))]
+    fn compile(&self, py: Python<'_>, func: &str, target: &str) -> PyResult<Compiled> {
+        let t = parse_target(target)?;
+        let src = self.src();
+        let c = detached(py, || ckopt::compile(&self.m, func, t).map_err(api(src)))?;
+        Ok(Compiled::new(c, target, self.source.clone()))
+    }
+}
+
+/// Parses and verifies ck IR text; `filename` names it in diagnostics.
+/// Raises `ParseError` (its `str()` is what `ckopt-opt` prints).
+#[pyfunction]
+#[pyo3(signature = (text, filename="<string>"))]
+pub fn parse(py: Python<'_>, text: &str, filename: &str) -> PyResult<Module> {
+    let m = detached(py, || ckopt::parse(text, filename).map_err(Failure::from))?;
+    Ok(Module { m, source: Some(Arc::new(text.to_string())) })
+}
+
+/// Reads and parses a ck IR file (diagnostics name it as `path` is
+/// written). Raises `OSError` (`FileNotFoundError`, ...) or `ParseError`.
+#[pyfunction]
+pub fn load(py: Python<'_>, path: PathBuf) -> PyResult<Module> {
+    let bytes = std::fs::read(&path)?;
+    let file = path.display().to_string();
+    let (m, text) = detached(py, || ckopt::parse_bytes(bytes, &file).map_err(Failure::from))?;
+    Ok(Module { m, source: Some(Arc::new(text)) })
+}
+
+/// A benchmark model of `ckopt-gen`: `"mlp"`, `"resmlp"`, `"lstm"`,
+/// `"resnet"` or `"transformer"`; the sizes are its flags (`depth=`,
+/// `width=`, `batch=`, `seq=`, `heads=`, `channels=`, `image=`,
+/// `classes=`), defaults as `ckopt-gen --help` says. Raises `GenError`.
+#[pyfunction]
+#[pyo3(signature = (model, **sizes))]
+#[pyo3(name = "gen")]
+pub fn gen_model(py: Python<'_>, model: &str, sizes: Option<&Bound<'_, PyDict>>) -> PyResult<Module> {
+    let mut given: Vec<(String, u64)> = Vec::new();
+    if let Some(d) = sizes {
+        for (k, v) in d.iter() {
+            let k: String = k.extract()?;
+            let n: u64 = v.extract().map_err(|_| {
+                PyValueError::new_err(format!("size {k}= must be a non-negative integer, got {}", v.repr().map(|r| r.to_string()).unwrap_or_default()))
+            })?;
+            given.push((k, n));
+        }
+    }
+    let m = detached(py, || {
+        let pairs: Vec<(&str, u64)> = given.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+        ckopt::gen_model(model, &pairs).map_err(Failure::from)
+    })?;
+    Ok(Module { m, source: None })
+}
+
+/// Imports an ONNX model (a path, or the serialized model as `bytes`):
+/// returns the module (one function: graph inputs, loss inputs, then one
+/// `{ck.param}` argument per initializer) and the parameters by name
+/// (`dict[str, numpy.ndarray]`, in argument order). `loss`: `"none"`,
+/// `"mse"` or `"cross-entropy"`; `batch` fixes symbolic batch dims.
+/// Raises `OnnxError` (`OSError` for an unreadable file).
+#[pyfunction]
+#[pyo3(signature = (path_or_bytes, loss="none", batch=None))]
+pub fn import_onnx<'py>(
+    py: Python<'py>,
+    path_or_bytes: &Bound<'py, PyAny>,
+    loss: &str,
+    batch: Option<u64>,
+) -> PyResult<(Module, Bound<'py, PyDict>)> {
+    let loss = ckopt::Loss::from_name(loss)
+        .ok_or_else(|| PyValueError::new_err(format!("loss must be 'none', 'mse' or 'cross-entropy', got {loss:?}")))?;
+    let opts = ckopt::ImportOptions { loss, batch, name: None };
+    let (bytes, file, dir) = if let Ok(b) = path_or_bytes.cast::<PyBytes>() {
+        (b.as_bytes().to_vec(), "<bytes>".to_string(), None)
+    } else {
+        let path: PathBuf = path_or_bytes
+            .extract()
+            .map_err(|_| PyTypeError::new_err("import_onnx takes a path (str or os.PathLike) or the model as bytes"))?;
+        (std::fs::read(&path)?, path.display().to_string(), path.parent().map(|p| p.to_path_buf()))
+    };
+    let (m, params) = detached(py, || ckopt::import_onnx_bytes(&bytes, &file, dir.as_deref(), opts).map_err(Failure::from))?;
+    let d = PyDict::new(py);
+    for p in &params {
+        d.set_item(&p.name, named_to_py(py, p)?)?;
+    }
+    Ok((Module { m, source: None }, d))
+}

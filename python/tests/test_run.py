@@ -1,0 +1,152 @@
+"""Compiled functions: cpu results equal the interpreter's, arrays in and
+out (dtypes, layouts, __array__/__dlpack__), argument errors, reports."""
+
+import re
+
+import numpy as np
+import pytest
+from conftest import close
+
+import ckopt
+
+MODELS = [
+    ("mlp", dict(depth=3, width=8, batch=4)),
+    ("resmlp", dict(depth=3, width=8, batch=2)),
+    ("lstm", dict(depth=2, seq=3, width=8, batch=2)),
+    ("resnet", dict(depth=1, channels=3, image=6, batch=2, classes=3)),
+    ("transformer", dict(depth=1, seq=4, width=8, heads=2, batch=2)),
+]
+
+
+@pytest.mark.parametrize("name,sizes", MODELS, ids=[m for m, _ in MODELS])
+@pytest.mark.parametrize("pipeline", ["autodiff", "autodiff,inplace,fuse,remat{mode=sqrt},memplan"])
+def test_cpu_equals_interp(name, sizes, pipeline):
+    m = ckopt.gen(name, **sizes).optimize(pipeline)
+    for f in m.functions:
+        interp = m.compile(f, target="interp")
+        cpu = m.compile(f, target="cpu")
+        inputs = interp.random_inputs(3)
+        want = interp.run(*inputs)
+        got = cpu.run(*inputs)
+        assert len(got) == len(want) > 0
+        for g, w in zip(got, want):
+            close(g, w)
+        assert cpu.report["backend"] == "cpu" and interp.report["backend"] == "interp"
+
+
+def test_outputs_are_new_arrays_that_own_their_memory(mlp):
+    c = mlp.optimize("autodiff").compile("mlp_grad", "cpu")
+    ins = c.random_inputs(0)
+    a = c.run(*ins)
+    b = c.run(*ins)
+    for x, y in zip(a, b):
+        assert x.base is None and x.flags.owndata and x.flags.writeable and x.flags.c_contiguous
+        assert x.dtype == np.float32
+        assert x is not y and not np.shares_memory(x, y)
+        np.testing.assert_array_equal(x, y)
+    assert a[0].shape == () and a[1].shape == (8, 8)
+    a[1][:] = 7.0  # writing an output changes nothing in the backend
+    np.testing.assert_array_equal(c.run(*ins)[1], b[1])
+
+
+def test_inputs_of_every_kind_numpy_takes(mlp):
+    c = mlp.compile("mlp", "cpu")
+    ins = c.random_inputs(1)
+    want = c.run(*ins)[0]
+
+    class ArrayLike:  # __array__ only
+        def __init__(self, a):
+            self.a = a
+
+        def __array__(self, dtype=None, copy=None):
+            return self.a
+
+    class DLPack:  # __dlpack__ only (as a torch tensor or a JAX array offers)
+        def __init__(self, a):
+            self.a = a
+
+        def __dlpack__(self, **kw):
+            return self.a.__dlpack__(**kw)
+
+        def __dlpack_device__(self):
+            return self.a.__dlpack_device__()
+
+    variants = [
+        [a.astype(np.float64) for a in ins],
+        [np.asfortranarray(a) for a in ins],
+        [np.repeat(a, 2, axis=-1)[..., ::2] for a in ins],  # strided views
+        [ArrayLike(a) for a in ins],
+        [DLPack(a) for a in ins],
+        [a.tolist() for a in ins],
+        [a.astype(">f4") for a in ins],  # big-endian
+    ]
+    for v in variants:
+        close(c.run(*v)[0], want, tol=0)
+    f16 = c.run(*[a.astype(np.float16) for a in ins])[0]
+    close(f16, want, tol=1e-2)
+
+
+def test_float32_inputs_are_not_modified(mlp):
+    c = mlp.optimize("autodiff,inplace,sgd{lr=0.5},memplan").compile("mlp_step", "cpu")
+    ins = c.random_inputs(0)
+    copies = [a.copy() for a in ins]
+    c.run(*ins)  # the step writes its donated parameters in place, in the backend's buffers
+    for a, b in zip(ins, copies):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_argument_errors_name_the_argument(mlp):
+    c = mlp.compile("mlp", "cpu")
+    ins = c.random_inputs(0)
+    with pytest.raises(TypeError, match=r"@mlp takes 8 arrays \(%x: tensor<4x8xf32>, %target: tensor<4x8xf32>, %w0: tensor<8x8xf32>.*\), 7 given"):
+        c.run(*ins[:-1])
+    with pytest.raises(ValueError, match=re.escape("argument 1 (%target) of @mlp must have shape (4, 8) (tensor<4x8xf32>), got (8, 4)")):
+        c.run(ins[0], ins[1].T, *ins[2:])
+    with pytest.raises(TypeError, match=re.escape("argument 0 (%x) of @mlp must be a float array for tensor<4x8xf32>, got dtype int64")):
+        c.run(ins[0].astype(np.int64), *ins[1:])
+    with pytest.raises(TypeError, match=re.escape("argument 0 (%x) of @mlp must be a float array for tensor<4x8xf32>, got dtype bool")):
+        c.run(ins[0] > 0, *ins[1:])
+    with pytest.raises(TypeError, match=r"argument 2 \(%w0\) of @mlp must be an array \(numpy.ndarray, or anything with __array__ or __dlpack__\) for tensor<8x8xf32>, got str"):
+        c.run(ins[0], ins[1], "w", *ins[3:])
+    with pytest.raises(TypeError, match=r"argument 0 \(%x\) of @mlp \(tensor<4x8xf32>\): cannot read a Bad as an array"):
+
+        class Bad:
+            def __array__(self, dtype=None, copy=None):
+                raise RuntimeError("no")
+
+        c.run(Bad(), *ins[1:])
+
+
+def test_report_and_properties(mlp):
+    c = mlp.optimize("autodiff").compile("mlp_grad", "cpu")
+    assert c.report is None
+    c.run(*c.random_inputs(0))
+    r = c.report
+    assert r["backend"] == "cpu" and r["function"] == "mlp_grad" and r["steps"] == 1
+    assert r["arena_allocated_bytes"] == r["arena_bytes"] > 0 and r["step_ms"] > 0 and r["compile_ms"] > 0
+    assert c.memory_report()["arena_bytes"] == r["arena_bytes"], "planned by Module.compile for cpu"
+    assert c.function == "mlp_grad" and c.target == "cpu"
+    assert c.arguments[0] == ("x", [4, 8], "f32")
+    assert repr(c) == "<ckopt.Compiled @mlp_grad for cpu: 8 arguments, 7 results>"
+    i = mlp.compile("mlp", "interp")
+    i.run(*i.random_inputs(0))
+    assert i.report["backend"] == "interp" and i.report["steps"] == 1
+    np.testing.assert_array_equal(c.random_inputs(5)[0], i.random_inputs(5)[0])
+
+
+def test_compile_errors(mlp):
+    with pytest.raises(ValueError, match="target must be 'interp', 'cpu' or 'cuda'"):
+        mlp.compile("mlp", target="tpu")
+    with pytest.raises(ckopt.CompileError, match="no function @nope"):
+        mlp.compile("nope")
+    m = ckopt.parse(
+        "module {\n  func.func @h(%x: tensor<2xf16>) -> tensor<2xf16> {\n"
+        '    %y = "ck.neg"(%x) : (tensor<2xf16>) -> tensor<2xf16>\n'
+        '    "ck.return"(%y) : (tensor<2xf16>) -> ()\n  }\n}\n',
+        "h.ck",
+    )
+    with pytest.raises(ckopt.CompileError) as e:
+        m.compile("h", "cpu")
+    assert "'ck.neg' op" in str(e.value) and "f16" in str(e.value)
+    assert e.value.diagnostics[0].file == "h.ck" and e.value.diagnostics[0].line == 3
+    assert '%y = "ck.neg"(%x)' in str(e.value), "rendered with the source line"
