@@ -130,6 +130,8 @@ class _Capture:
                         f"dtype {val.dtype}", None,
                         f"input {n.name!r} is {val.dtype}; ckopt.torch computes float32 (with integer/bool indices and masks)",
                     )
+            elif n.op == "call_function" and n.target in _capture.IGNORED:
+                env[n] = None  # metadata assertions torch.export leaves in the graph
             elif n.op == "call_function":
                 cx.node = n
                 cx.b.hint = n.name
