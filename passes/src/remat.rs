@@ -26,9 +26,13 @@
 //!   default), O(log n) memory for O(n log n) recompute.
 //! - `optimal`: least recompute flops within `budget=` (required): exact
 //!   dynamic programming on the chain of stages (Revolve/Rotor style,
-//!   multi-level recomputation, heterogeneous sizes and costs), a best effort
-//!   on DAGs (the chain is the DAG cut at its narrow points); long chains are
-//!   coarsened until the table fits.
+//!   multi-level recomputation, heterogeneous sizes and costs), plus the
+//!   plans on the graph itself (`remat/dag.rs`: every keep/recompute
+//!   assignment when at most 8 values are in play, else a descent over keep
+//!   sets); long chains are coarsened until the table fits.
+//!
+//! With a limit, every mode measures every mode's plans (and the graph
+//! plans) and takes the least recompute within it ([`plan_modes`]).
 //!
 //! With `budget=` every mode checks temp_peak_bytes <= budget after the
 //! rewrite and fails with an error at the function that names the smallest
