@@ -40,7 +40,7 @@ fn mlp_runs_low_between_matmuls_and_keeps_the_loss_f32() {
             OpKind::ReduceSum => assert_eq!(f.ty(r).dtype, DType::F32),
             OpKind::Cast => {
                 let src = op.operands[0];
-                if f.ty(r).dtype == DType::BF16 && f.params.iter().any(|p| p.value == src) {
+                if f.ty(r).dtype == DType::BF16 && f.trainable_indices().iter().any(|&i| f.params[i].value == src) {
                     assert!(op.has_attr(ATTR_MIRROR), "parameter casts are mirror");
                 }
             }
@@ -86,10 +86,11 @@ fn gradient_close_to_f32() {
 
 /// The plan at half the bytes: the mlp's sqrt temp peak under bf16 is at
 /// most 0.55x the f32 one (activations are half; the f32 loss tail and the
-/// f32 parameter gradients are not).
+/// f32 parameter gradients are not; batch 4x the width, so activations
+/// dominate as in the 1000-layer benchmark).
 #[test]
 fn sqrt_plan_keeps_about_half_the_bytes() {
-    let m = model(ModelKind::Mlp, 64, 256, 64);
+    let m = model(ModelKind::Mlp, 64, 64, 256);
     let tail = "autodiff,inplace,fuse,remat{mode=sqrt},memplan";
     let full = run(&m, tail);
     let low = run(&m, &format!("autocast{{dtype=bf16}},{tail}"));
