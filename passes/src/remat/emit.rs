@@ -277,17 +277,25 @@ impl Builder<'_> {
             self.local[r.index()] = Some(nr);
             self.clones += 1;
         }
+        // A cheap mirror value computed from arguments only (a cast or
+        // broadcast of a parameter) is recomputed right before each use and
+        // dies at once, unless it is this block's only target.
+        let cheap = |i: usize| self.ch.mirror[i] && self.ch.arg_only[i];
         for &t in targets {
-            if let Some(c) = self.local[t.index()] {
+            if let Some(c) = self.local[t.index()]
+                && (!cheap(t.index()) || targets.len() == 1)
+            {
                 self.env[t.index()] = Some(c);
             }
         }
         // A `ck.mirror` region is recomputed once per backward region: the
         // needed mirror values this block produced on the way stay available
         // to later backward reads (instead of one recomputation per read).
+        // Values computed cheaply from arguments only are not shared (their
+        // recomputation costs less than holding them).
         for &v in &touched {
             let i = v.index();
-            if self.ch.needed[i] && (self.share_all || self.ch.mirror[i])
+            if self.ch.needed[i] && !self.ch.arg_only[i] && (self.share_all || self.ch.mirror[i])
                 && let Some(c) = self.local[i]
             {
                 self.env[i] = Some(c);
