@@ -19,6 +19,12 @@ fn tensor(t: &ckopt::NamedTensor) -> Tensor {
     Tensor::new(t.shape.iter().map(|&d| d as usize).collect(), t.data.clone()).unwrap()
 }
 
+/// A tensor of a test-data tensor's element type.
+fn typed(t: ckopt_onnx::TypedTensor) -> Tensor {
+    let shape: Vec<usize> = t.shape.iter().map(|&d| d as usize).collect();
+    if t.dtype.is_float() { Tensor::from_floats(shape, t.dtype, t.floats).unwrap() } else { Tensor::from_ints(shape, t.dtype, t.ints).unwrap() }
+}
+
 #[test]
 fn onnx_node_cases_match_their_expected_outputs_on_cpu() {
     let mut failures = Vec::new();
@@ -31,7 +37,7 @@ fn onnx_node_cases_match_their_expected_outputs_on_cpu() {
             continue;
         };
         let fname = m.funcs[0].name.clone();
-        let mut inputs: Vec<Tensor> = common::tensors(&dir, "input").iter().map(tensor).collect();
+        let mut inputs: Vec<Tensor> = common::typed_tensors(&dir, "input").into_iter().map(typed).collect();
         inputs.extend(params_tensors(&params).unwrap());
         let out = match compile(&m, &fname, Target::Cpu).and_then(|mut c| c.run(&inputs)) {
             Ok(o) => o,
@@ -40,8 +46,8 @@ fn onnx_node_cases_match_their_expected_outputs_on_cpu() {
                 continue;
             }
         };
-        for (k, (g, w)) in out.iter().zip(common::tensors(&dir, "output")).enumerate() {
-            match common::excess(&g.data, &w.data, 1e-5, 1e-6) {
+        for (k, (g, w)) in out.iter().zip(common::typed_tensors(&dir, "output")).enumerate() {
+            match common::compare(g.dtype, &g.data, &g.ints, &w, 1e-5, 1e-6) {
                 Ok(0.0) => {}
                 Ok(e) => failures.push(format!("{name}: output {k} off by {e:e} beyond tolerance")),
                 Err(m) => failures.push(format!("{name}: output {k}: {m}")),
