@@ -19,6 +19,12 @@ fn tensor(t: &ckopt::NamedTensor) -> Tensor {
     Tensor::new(t.shape.iter().map(|&d| d as usize).collect(), t.data.clone()).unwrap()
 }
 
+/// Whether a value of the module's first function is not f32.
+fn has_non_f32(m: &ckopt::Module) -> bool {
+    let f = &m.funcs[0];
+    f.params.iter().map(|p| p.value).chain(f.body.iter().filter_map(|o| o.result)).any(|v| f.ty(v).dtype != ckopt::DType::F32)
+}
+
 /// A tensor of a test-data tensor's element type.
 fn typed(t: ckopt_onnx::TypedTensor) -> Tensor {
     let shape: Vec<usize> = t.shape.iter().map(|&d| d as usize).collect();
@@ -28,7 +34,7 @@ fn typed(t: ckopt_onnx::TypedTensor) -> Tensor {
 #[test]
 fn onnx_node_cases_match_their_expected_outputs_on_cpu() {
     let mut failures = Vec::new();
-    let (mut ran, mut rejected) = (0, 0);
+    let (mut ran, mut rejected, mut not_lowered) = (0, 0, 0);
     for dir in common::node_cases() {
         let name = dir.file_name().unwrap().to_string_lossy().to_string();
         // Import errors are pinned case by case by ckopt-onnx's node_cases test.
@@ -41,6 +47,12 @@ fn onnx_node_cases_match_their_expected_outputs_on_cpu() {
         inputs.extend(params_tensors(&params).unwrap());
         let out = match compile(&m, &fname, Target::Cpu).and_then(|mut c| c.run(&inputs)) {
             Ok(o) => o,
+            // The one refusal allowed: integer/bool values, which the cpu
+            // backend does not lower yet, and only in a case that has them.
+            Err(e) if e.to_string().contains("is not supported by the lowering (f32 only)") && has_non_f32(&m) => {
+                not_lowered += 1;
+                continue;
+            }
             Err(e) => {
                 failures.push(format!("{name}: {e}"));
                 continue;
@@ -55,7 +67,7 @@ fn onnx_node_cases_match_their_expected_outputs_on_cpu() {
         }
         ran += 1;
     }
-    eprintln!("{ran} ONNX node cases ran on cpu ({rejected} rejected at import)");
+    eprintln!("{ran} ONNX node cases ran on cpu ({rejected} rejected at import, {not_lowered} with integer/bool values not lowered)");
     assert!(ran > 250, "only {ran} cases ran");
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }
