@@ -91,6 +91,7 @@ class _Capture:
         ck_args: list[tuple[str, _capture.Type, str]] = []
         self.host_nodes = []
         self.placeholders = []
+        buffer_vals = set()
         user_i = 0
         for n in ep.graph.nodes:
             if n.op == "placeholder":
@@ -121,6 +122,8 @@ class _Capture:
                     ck_args.append((name, t, "ck.param" if trainable else ""))
                     self.arg_feed.append(feed)
                     env[n] = Val(name, t)
+                    if kind in ("BUFFER", "CONSTANT_TENSOR"):
+                        buffer_vals.add(name)
                     cx.b.types[name] = t
                     cx.b.used.add(name)
                 elif val.dtype in (torch.int64, torch.int32, torch.bool, torch.uint8, torch.int16, torch.int8):
@@ -150,7 +153,14 @@ class _Capture:
                         env[n] = Host(n, tuple(v.shape), v.dtype)
                         self.host_nodes.append(n)
                     continue
-                if all(isinstance(x, Host) for x in tensors) and n.target in _capture.HOST_OK:
+                # Host when every tensor input is a host value or a buffer
+                # (buffers are not differentiated: masks built from them,
+                # such as a causal `tril` buffer compared with 0, are host).
+                hostable = all(isinstance(x, Host) or (isinstance(x, Val) and x.name in buffer_vals) for x in tensors)
+                if hostable and n.target in _capture.HOST_OK and (
+                    any(isinstance(x, Host) for x in tensors) or not tensors or not _is_float(n)
+                    or n.target in _capture.HOST_VIEW
+                ):
                     v = n.meta.get("val")
                     if isinstance(v, torch.Tensor):
                         env[n] = Host(n, tuple(int(s) for s in v.shape), v.dtype)
@@ -268,6 +278,11 @@ class _Capture:
         else:
             self.runner = _plan.AtenRunner(self.split, self.device)
             self.source = self.runner.source
+
+
+def _is_float(n) -> bool:
+    v = n.meta.get("val")
+    return isinstance(v, torch.Tensor) and v.is_floating_point()
 
 
 def _requires_grad(model, target):
@@ -408,7 +423,7 @@ class CompiledModule(torch.nn.Module):
             elif kind == "step":
                 feeds.append(torch.tensor(float(self._steps), dtype=torch.float32, device=cap.device))
             else:
-                feeds.append(_host_feed(key, henv[key.node], cap.device))
+                feeds.append(_host_feed(key, henv, cap))
         if cap.trainable:
             if train_step:
                 outs = _Step.apply(cap, *feeds)
@@ -431,8 +446,17 @@ class CompiledModule(torch.nn.Module):
         return pytree.tree_unflatten(users, cap.out_spec)
 
 
-def _host_feed(ha, value, device):
+def _host_feed(ha, henv, cap):
     kind = ha.kind
+    value = henv[ha.node]
+    device = cap.device
+    if kind.startswith("where:"):
+        hx, hy = cap.cx.where_parts[(ha.node, kind)]
+        part = lambda v: 0.0 if v is None else henv[v.node].to(torch.float32) if isinstance(v, Host) else float(v)  # noqa: E731
+        px, py = part(hx), part(hy)
+        px = px if isinstance(px, torch.Tensor) else torch.tensor(px, dtype=torch.float32, device=device)
+        py = py if isinstance(py, torch.Tensor) else torch.tensor(py, dtype=torch.float32, device=device)
+        return torch.where(value.bool(), px, py).expand(ha.type.shape).contiguous()
     if kind == "float":
         return value.to(torch.float32).reshape(ha.type.shape)
     if kind == "mask":
