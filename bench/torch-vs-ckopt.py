@@ -192,6 +192,8 @@ def methods(make, batch, args):
     for frac in args.budgets:
         b = int(lo + (full - lo) * frac)
         plans.append((f"optimal budget={b / MiB:.1f}MiB", {"budget": b, "_mode": "optimal"}))
+    if args.ckopt_executor:
+        plans += [(f"{n} executor=ckopt", dict(kw, _mode=kw.get("_mode", n), executor="ckopt")) for n, kw in plans[:2]]
     for name, kw in plans:
         mode = kw.pop("_mode", name)
         try:
@@ -216,6 +218,8 @@ def main(argv=None):
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--budgets", default="0.25,0.5", help="optimal plans at these fractions between ckopt's smallest feasible and its no-remat peak")
     ap.add_argument("--torch-compile", action=argparse.BooleanOptionalAction, default=True)
+    ap.add_argument("--ckopt-executor", action=argparse.BooleanOptionalAction, default=False,
+                    help="also time executor='ckopt' (meaningful with a release build of the package: pip install ./python)")
     ap.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: torch's default)")
     ap.add_argument("--json")
     ap.add_argument("--svg")

@@ -292,6 +292,37 @@ def _requires_grad(model, target):
         return True
 
 
+class _Box:
+    """What a saved tensor is packed into: the user's packed value (or the
+    tensor), dropped when the backward unpacks it, so each kept value can
+    be freed at its last use in the backward, as the plan frees it."""
+
+    __slots__ = ("v",)
+
+    def __init__(self, v):
+        self.v = v
+
+
+def _chained_hooks():
+    """Saved-tensor hooks that wrap whatever hooks are active (the user's
+    `save_on_cpu`, ...) in a _Box."""
+    top = torch._C._autograd._top_saved_tensors_default_hooks(False)
+    upack, uunpack = top if top is not None else (None, None)
+
+    def pack(t):
+        return _Box(upack(t) if upack is not None else t)
+
+    def unpack(box):
+        v = box.v
+        box.v = None
+        if v is None:
+            raise RuntimeError("ckopt.torch: the saved values of this step were already used by a backward "
+                               "(call backward once per step, without retain_graph)")
+        return uunpack(v) if uunpack is not None else v
+
+    return pack, unpack
+
+
 class _Step(torch.autograd.Function):
     """The planned training step as one autograd node: forward runs the
     planned forward and saves exactly the kept values; backward runs the
@@ -304,9 +335,12 @@ class _Step(torch.autograd.Function):
         loss = outs[0]
         aux = outs[1 : 1 + s.n_aux]
         kept = outs[1 + s.n_aux :]
+        del outs
         ctx.cap = cap
         ctx.n = len(tensors)
+        # Packed after this returns, by the hooks around apply (_chained_hooks).
         ctx.save_for_backward(*[tensors[i] for i in s.bwd_arg_idx], *kept)
+        del kept
         if aux:
             ctx.mark_non_differentiable(*aux)
         return (loss, *aux)
@@ -315,9 +349,9 @@ class _Step(torch.autograd.Function):
     def backward(ctx, dloss, *daux):
         cap = ctx.cap
         s = cap.split
-        saved = ctx.saved_tensors
-        dy = dloss.reshape(()).to(torch.float32)
-        grads = cap.runner.bwd(*saved, dy)
+        vals = list(ctx.saved_tensors)
+        vals.append(dloss.reshape(()).to(torch.float32))
+        grads = cap.runner.bwd_list(vals)  # takes the values out of the list
         out = [None] * ctx.n
         for i, g in zip(s.wrt, grads):
             out[i] = g
@@ -426,7 +460,10 @@ class CompiledModule(torch.nn.Module):
                 feeds.append(_host_feed(key, henv, cap))
         if cap.trainable:
             if train_step:
-                outs = _Step.apply(cap, *feeds)
+                pack, unpack = _chained_hooks()
+                with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+                    outs = _Step.apply(cap, *feeds)
+                del feeds
             else:
                 with torch.no_grad():
                     o = cap.runner.fwd(*feeds)
