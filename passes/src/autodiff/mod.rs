@@ -38,7 +38,8 @@
 //! activations, binary arithmetic, scale, dropout, relu_grad, fill/constant),
 //! `reduce.rs` (reduce_sum, reduce_max), `movement.rs` (broadcast, transpose,
 //! reshape, slice, concat), `conv.rs` (matmul, conv2d, pooling and their
-//! gradient ops). [`rule`] dispatches with an exhaustive match (no wildcard),
+//! gradient ops), `index.rs` (gather, take_along, select, cast,
+//! cross_entropy, and the constants: comparisons, logic, iota). [`rule`] dispatches with an exhaustive match (no wildcard),
 //! so a new `OpKind` does not compile until it has a rule. Each family file
 //! also declares `RULES`, the documented adjoint and what the backward keeps
 //! per op: the one source of the rule table in docs/autodiff.md (which also
@@ -53,8 +54,9 @@
 //! Errors (located, naming the function or op): `func=NAME` missing or not
 //! returning a rank-0 first result, `@NAME_grad` already present for
 //! `func=NAME`, a wrt index out of range or naming an integer/bool argument,
-//! a loss that is not a float, the one op without a rule
-//! (`max_pool2d_grad` with overlapping windows, differentiated w.r.t. its dy).
+//! a loss that is not a float, the two ops without a rule
+//! (`max_pool2d_grad` with overlapping windows, differentiated w.r.t. its dy;
+//! `cross_entropy_grad` differentiated w.r.t. its logits).
 //!
 //! Complexity: O(ops + values) per function (one forward activity sweep, one
 //! backward usefulness sweep, one reverse sweep emitting a constant number of
@@ -66,6 +68,7 @@ mod conv;
 pub(crate) mod doc;
 mod elementwise;
 mod emit;
+mod index;
 mod movement;
 mod reduce;
 #[cfg(test)]
@@ -226,6 +229,12 @@ pub fn autodiff_with_stats(module: &mut Module, opts: &AutodiffOptions) -> Resul
 pub fn differentiable_operand(kind: OpKind, i: usize) -> bool {
     match kind {
         OpKind::ReluGrad | OpKind::MaxPool2dGrad => i == 1,
+        // Index, label and condition operands are integers or i1: constants.
+        OpKind::GatherGrad | OpKind::TakeAlongGrad => i == 1,
+        OpKind::Gather | OpKind::TakeAlong | OpKind::CrossEntropy => i == 0,
+        OpKind::Select => i != 0,
+        OpKind::CrossEntropyGrad => i != 1,
+        OpKind::Eq | OpKind::Ne | OpKind::Lt | OpKind::Le | OpKind::Gt | OpKind::Ge | OpKind::And | OpKind::Or | OpKind::Not => false,
         OpKind::Return => false,
         _ => true,
     }
@@ -253,11 +262,12 @@ const RETURN_RULES: &[Rule] = &[Rule::new(OpKind::Return, "the seed: `dloss = fi
 
 /// Every documented rule with the file (under `passes/src/autodiff/`) that holds it.
 pub fn rules() -> impl Iterator<Item = (&'static str, &'static Rule)> {
-    let families: [(&'static str, &'static [Rule]); 5] = [
+    let families: [(&'static str, &'static [Rule]); 6] = [
         ("elementwise.rs", elementwise::RULES),
         ("reduce.rs", reduce::RULES),
         ("movement.rs", movement::RULES),
         ("conv.rs", conv::RULES),
+        ("index.rs", index::RULES),
         ("mod.rs", RETURN_RULES),
     ];
     families.into_iter().flat_map(|(file, rs)| rs.iter().map(move |r| (file, r)))
@@ -276,7 +286,7 @@ pub fn rule_doc(kind: OpKind) -> Option<(&'static str, &'static str)> {
 /// has no wildcard: a new `OpKind` is a compile error here until it has a rule.
 fn rule(e: &mut Emitter, f: &Func, op: &Op, dy: ValueId, want: &[bool], adj: &mut [Adj]) -> Result<Vec<(usize, Contrib)>, Diag> {
     use OpKind::*;
-    use {conv as c, elementwise as ew, movement as mv, reduce as rd};
+    use {conv as c, elementwise as ew, index as ix, movement as mv, reduce as rd};
     let mut cx = Cx::new(e, f, op, dy, want, adj);
     let x = &mut cx;
     match op.kind {
@@ -313,6 +323,15 @@ fn rule(e: &mut Emitter, f: &Func, op: &Op, dy: ValueId, want: &[bool], adj: &mu
         AvgPool2d => c::avg_pool2d(x),
         MaxPool2dGrad => c::max_pool2d_grad(x),
         AvgPool2dGrad => c::avg_pool2d_grad(x),
+        Gather => ix::gather(x),
+        GatherGrad => ix::gather_grad(x),
+        TakeAlong => ix::take_along(x),
+        TakeAlongGrad => ix::take_along_grad(x),
+        Eq | Ne | Lt | Le | Gt | Ge | And | Or | Not | Iota => ix::constant(x),
+        Select => ix::select(x),
+        Cast => ix::cast(x),
+        CrossEntropy => ix::cross_entropy(x),
+        CrossEntropyGrad => ix::cross_entropy_grad(x),
         Return => Err(Diag::error(op.loc.clone(), "autodiff: internal error: ck.return has no adjoint")),
     }?;
     cx.finish()
