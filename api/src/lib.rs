@@ -496,7 +496,8 @@ impl Trainer {
     /// Errors: `Compile`.
     pub fn new(module: &Module, model: &str, target: Target, lr: f32) -> Result<Trainer, Error> {
         let mut m = module.clone();
-        let sig = ckopt_passes::train::prepare(&mut m, model, &ckopt_passes::sgd::SgdOptions { lr, ..Default::default() })?;
+        let rule = ckopt_passes::sgd::StepRule::Sgd(ckopt_passes::sgd::SgdOptions { lr, ..Default::default() });
+        let sig = ckopt_passes::train::prepare(&mut m, model, &rule)?;
         let loss_fn = find(&m, &sig.loss_func)?.clone();
         let n_args = loss_fn.params.len();
         let backend = backend(target);
@@ -529,7 +530,7 @@ impl Trainer {
     pub fn step(&mut self) -> Result<f32, Error> {
         self.steps += 1;
         let t = std::time::Instant::now();
-        let loss = ckopt_passes::train::step_once(self.exec.as_mut(), &self.sig, self.steps, self.lr)
+        let loss = ckopt_passes::train::step_once(self.exec.as_mut(), &self.sig, self.steps, &ckopt_passes::train::Hyper::lr(self.lr))
             .map_err(|d| Error::new(ErrorKind::Run, d, None))?;
         self.report = Some(RunReport {
             function: self.sig.step_func.clone(),
