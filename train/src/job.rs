@@ -86,7 +86,8 @@ pub fn checkpoint_entries(step_fn: &Func, sig: &StepSig) -> Vec<(usize, Entry)> 
     out
 }
 
-fn save(
+/// Writes the checkpoint of `exec`'s current state at step `step` into `dir`.
+pub fn save_checkpoint(
     dir: &std::path::Path,
     exec: &dyn StepExec,
     step_fn: &Func,
@@ -182,7 +183,7 @@ pub fn run(
         }
         let due = spec.save_every.is_some_and(|n| n > 0 && step % n == 0) || step == last || interrupted;
         if let (Some(dir), true) = (&spec.save_dir, due) {
-            let p = save(dir, exec, step_fn, sig, spec, data.as_deref(), step)?;
+            let p = save_checkpoint(dir, exec, step_fn, sig, spec, data.as_deref(), step)?;
             obs.saved(step, &p);
             r.saved.push((step, p));
             saved_at = Some(step);
@@ -205,17 +206,23 @@ pub fn run(
     Ok(r)
 }
 
-/// Sets the step function's initial arguments on `exec` one at a time from
-/// `inputs` (the loss function's arguments, consumed: each host tensor is
-/// dropped once the backend has it, so no second copy of the parameters
-/// stays on the host).
-pub fn set_initial_args(exec: &mut dyn StepExec, step_fn: &Func, sig: &StepSig, inputs: Vec<Tensor>) -> Result<(), String> {
-    let n = step_fn.params.len();
-    let mut it = inputs.into_iter();
-    for i in 0..n {
-        let input = it.next();
-        let t = ckopt_passes::train::initial_arg(step_fn, sig, input.as_ref(), i);
-        drop(input);
+/// Sets the step function's initial arguments on `exec` one at a time:
+/// `input(i)` gives the loss function's argument `i` (generated or read
+/// right then); each host tensor is dropped once the backend has it, so no
+/// second copy of the parameters is ever held on the host.
+pub fn set_initial_args(
+    exec: &mut dyn StepExec,
+    step_fn: &Func,
+    sig: &StepSig,
+    n_inputs: usize,
+    mut input: impl FnMut(usize) -> Result<Tensor, String>,
+) -> Result<(), String> {
+    for i in 0..step_fn.params.len() {
+        let given = if i < n_inputs && !sig.state.contains(&i) && sig.step_key != Some(i) { Some(input(i)?) } else { None };
+        let t = match given {
+            Some(t) => t,
+            None => ckopt_passes::train::initial_arg(step_fn, sig, None, i),
+        };
         exec.set_arg(i, &t).map_err(|d| d.message)?;
     }
     Ok(())

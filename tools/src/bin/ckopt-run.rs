@@ -702,7 +702,14 @@ impl Observer for Progress {
     }
 }
 
-fn train_mode(cli: &Cli, loaded: &Loaded, func: &str, inputs_desc: &str, inputs: Vec<Tensor>) -> Result<(), ToolError> {
+/// The initial arguments of a training run: given (a file, `--params`), or
+/// generated from a seed one argument at a time.
+enum Inputs {
+    Given(Vec<Tensor>),
+    Seed(u64),
+}
+
+fn train_mode(cli: &Cli, loaded: &Loaded, func: &str, inputs_desc: &str, inputs: Inputs) -> Result<(), ToolError> {
     let diag = |d: Diag| ToolError::diag(d, Some(&loaded.source));
     let (rule, hyper) = optimizer_choice(cli)?;
     let mut m = loaded.module.clone();
@@ -740,7 +747,20 @@ fn train_mode(cli: &Cli, loaded: &Loaded, func: &str, inputs_desc: &str, inputs:
     // The step, compiled; its arguments set from the inputs, one at a time.
     let (mut exec, planned) = make_exec(cli, &mut m, &sig.step_func, "inplace,fuse,memplan", loaded)?;
     let step_fn = find_func(&m, &sig.step_func).map_err(diag)?.clone();
-    ckopt_train::job::set_initial_args(exec.as_dyn(), &step_fn, &sig, inputs).map_err(ToolError::msg)?;
+    // Generated inputs are made one argument at a time, right where they go.
+    let n_inputs = loss_fn.params.len();
+    match inputs {
+        Inputs::Given(v) => {
+            let mut slots: Vec<Option<Tensor>> = v.into_iter().map(Some).collect();
+            ckopt_train::job::set_initial_args(exec.as_dyn(), &step_fn, &sig, n_inputs, |i| {
+                slots.get_mut(i).and_then(Option::take).ok_or_else(|| format!("no input {i}"))
+            })
+        }
+        Inputs::Seed(seed) => ckopt_train::job::set_initial_args(exec.as_dyn(), &step_fn, &sig, n_inputs, |i| {
+            ckopt_interp::random_arg(&loss_fn, i, seed).map_err(|d| d.message)
+        }),
+    }
+    .map_err(ToolError::msg)?;
     let mut start = 0;
     let mut resumed: Option<Value> = None;
     if let Some(dir) = &cli.resume {
@@ -955,6 +975,12 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
     if cli.compile_only {
         return compile_only_mode(cli, &loaded, &func);
     }
+    if let Mode::Train = mode
+        && cli.inputs.is_none()
+        && cli.params.is_none()
+    {
+        return train_mode(cli, &loaded, &func, &format!("seed {}", cli.seed), Inputs::Seed(cli.seed));
+    }
     let (inputs, inputs_desc) = choose_inputs(cli, f, &loaded)?;
     match mode {
         Mode::Eval => {
@@ -967,7 +993,7 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
             }
             emit(cli, &func, &inputs_desc, &ex)
         }
-        Mode::Train => train_mode(cli, &loaded, &func, &inputs_desc, inputs),
+        Mode::Train => train_mode(cli, &loaded, &func, &inputs_desc, Inputs::Given(inputs)),
     }
 }
 
