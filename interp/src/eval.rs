@@ -38,7 +38,7 @@
 
 use crate::random::{dropout_key, dropout_keep_key};
 use crate::tensor::{Tensor, for_each_index, num_elements, round_to, shape_of, strides, wrap_to};
-use ckopt_ir::ops::{attr_bool, conv_params, pool_params};
+use ckopt_ir::ops::{ElemClass, attr_bool, conv_params, pool_params};
 use ckopt_ir::{Attr, Attrs, DType, Diag, Func, Op, OpKind, TensorType, infer_type};
 
 /// Evaluates `op` (an op of `func`) on `inputs` (one tensor per operand).
@@ -70,6 +70,9 @@ pub fn eval_kind(kind: OpKind, attrs: &Attrs, inputs: &[&Tensor], result: &Tenso
         t.check().map_err(|e| Diag::unlocated(format!("operand of shape {:?}: {e}", t.shape)))?;
     }
     let out_shape = shape_of(result)?;
+    if kind.elem_class() == ElemClass::Mixed {
+        return crate::mixed::eval_mixed(kind, attrs, inputs, result, out_shape);
+    }
     // Integer and bool operands: the ops of the Numeric and Any classes.
     if !result.dtype.is_float() || inputs.first().is_some_and(|t| !t.dtype.is_float()) {
         return eval_int(kind, attrs, inputs, result, out_shape);
@@ -193,6 +196,10 @@ fn eval_float(kind: OpKind, attrs: &Attrs, inputs: &[&Tensor], out_shape: &[usiz
                 MaxPool2dGrad => max_pool2d_grad(inputs[0], inputs[1], g),
                 _ => avg_pool2d_grad(x(), g, &out_shape),
             }
+        }
+        Gather | GatherGrad | TakeAlong | TakeAlongGrad | Eq | Ne | Lt | Le | Gt | Ge | And | Or | Not | Select | Cast | Iota
+        | CrossEntropy | CrossEntropyGrad => {
+            return Err(Diag::unlocated(format!("'ck.{}' is evaluated by interp's mixed module", kind.name())));
         }
         Return => return Err(Diag::unlocated("cannot be evaluated")),
     })

@@ -15,6 +15,7 @@
 pub mod arena;
 pub mod eval;
 pub mod exec;
+pub mod mixed;
 pub mod random;
 pub mod run;
 pub mod tensor;

@@ -385,3 +385,184 @@ fn bf16_results_are_rounded_to_nearest_even() {
     let s = ev_ty(OpKind::Add, Attrs::new(), &[&a, &b], TensorType::new(vec![2], DType::BF16));
     assert_eq!((s.dtype, s.data), (DType::BF16, vec![1.0, 1.015625]));
 }
+
+// ---- issue 19: indexing, comparisons, logic, select, cast, iota, cross_entropy ----
+
+fn axis(a: i64) -> Attrs {
+    attrs([("axis", Attr::Int(a))])
+}
+
+fn ev_err(kind: OpKind, a: Attrs, inputs: &[&Tensor], out: TensorType) -> String {
+    match eval_kind(kind, &a, inputs, &out) {
+        Ok(t) => panic!("ck.{} should fail, gave {t:?}", kind.name()),
+        Err(e) => e.message,
+    }
+}
+
+#[test]
+fn gather_picks_rows_and_columns() {
+    // x = [[0, 1, 2], [10, 11, 12]]
+    let x = t(&[2, 3], &[0.0, 1.0, 2.0, 10.0, 11.0, 12.0]);
+    // Embedding lookup (axis 0) with a [2, 2] index: rows 1, 0, 1, 1.
+    let idx = it(DType::I64, &[2, 2], &[1, 0, 1, 1]);
+    let y = ev(OpKind::Gather, axis(0), &[&x, &idx], &[2, 2, 3]);
+    close(&y, &[2, 2, 3], &[10.0, 11.0, 12.0, 0.0, 1.0, 2.0, 10.0, 11.0, 12.0, 10.0, 11.0, 12.0]);
+    // Columns (axis 1) with an i32 index [2, 2, 0].
+    let idx = it(DType::I32, &[3], &[2, 2, 0]);
+    close(&ev(OpKind::Gather, axis(1), &[&x, &idx], &[2, 3]), &[2, 3], &[2.0, 2.0, 0.0, 12.0, 12.0, 10.0]);
+    // Integer data gathers too.
+    let xi = it(DType::I64, &[3], &[7, 8, 9]);
+    let y = ev_ty(OpKind::Gather, axis(0), &[&xi, &it(DType::I64, &[2], &[2, 0])], TensorType::new(vec![2], DType::I64));
+    assert_eq!(y.ints, vec![9, 7]);
+}
+
+#[test]
+fn gather_out_of_range_names_the_index_and_the_bound() {
+    let x = t(&[2, 3], &[0.0; 6]);
+    let m = ev_err(OpKind::Gather, axis(0), &[&x, &it(DType::I64, &[3], &[0, 2, 1])], TensorType::f32(vec![3, 3]));
+    assert!(m.contains("index 2") && m.contains("[1]") && m.contains("[0, 2)"), "{m}");
+    let m = ev_err(OpKind::Gather, axis(0), &[&x, &it(DType::I64, &[1], &[-1])], TensorType::f32(vec![1, 3]));
+    assert!(m.contains("index -1") && m.contains("[0, 2)"), "{m}");
+}
+
+#[test]
+fn gather_grad_adds_repeated_indices_in_order() {
+    // dx [3, 2] = zeros; idx [0, 2, 0]: row 0 gets dy rows 0 and 2, row 2 gets dy row 1.
+    let idx = it(DType::I64, &[3], &[0, 2, 0]);
+    let dy = t(&[3, 2], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    let dx = ev(OpKind::GatherGrad, axis(0), &[&idx, &dy], &[3, 2]);
+    close(&dx, &[3, 2], &[6.0, 8.0, 0.0, 0.0, 3.0, 4.0]);
+    // Along axis 1 of a [2, 2] dx: dx[:, 1] += dy[:, 0] + dy[:, 1].
+    let idx = it(DType::I32, &[2], &[1, 1]);
+    let dy = t(&[2, 2], &[1.0, 2.0, 3.0, 4.0]);
+    close(&ev(OpKind::GatherGrad, axis(1), &[&idx, &dy], &[2, 2]), &[2, 2], &[0.0, 3.0, 0.0, 7.0]);
+    // Fixed order: 1e8 + 1 - 1e8 in f32 is 0 when added left to right (1e8 + 1 rounds to 1e8).
+    let idx = it(DType::I64, &[3], &[0, 0, 0]);
+    let dy = t(&[3], &[1e8, 1.0, -1e8]);
+    assert_eq!(ev(OpKind::GatherGrad, axis(0), &[&idx, &dy], &[1]).data, vec![0.0]);
+    let m = ev_err(OpKind::GatherGrad, axis(0), &[&it(DType::I64, &[1], &[5]), &t(&[1], &[1.0])], TensorType::f32(vec![2]));
+    assert!(m.contains("index 5") && m.contains("[0, 2)"), "{m}");
+}
+
+#[test]
+fn take_along_and_its_gradient() {
+    // x = [[1, 2], [3, 4]], idx = [[0, 0], [1, 0]] along axis 1 (torch.gather):
+    // y = [[1, 1], [4, 3]].
+    let x = t(&[2, 2], &[1.0, 2.0, 3.0, 4.0]);
+    let idx = it(DType::I64, &[2, 2], &[0, 0, 1, 0]);
+    close(&ev(OpKind::TakeAlong, axis(1), &[&x, &idx], &[2, 2]), &[2, 2], &[1.0, 1.0, 4.0, 3.0]);
+    // Along axis 0 with a smaller index [1, 2]: y[0, j] = x[idx[0, j], j] = [x[1,0], x[0,1]] = [3, 2].
+    let idx = it(DType::I32, &[1, 2], &[1, 0]);
+    close(&ev(OpKind::TakeAlong, axis(0), &[&x, &idx], &[1, 2]), &[1, 2], &[3.0, 2.0]);
+    // Gradient of the first case with dy = [[1, 2], [3, 4]]: dx[0,0] = 1+2, dx[1,1] = 3, dx[1,0] = 4.
+    let idx = it(DType::I64, &[2, 2], &[0, 0, 1, 0]);
+    let dy = t(&[2, 2], &[1.0, 2.0, 3.0, 4.0]);
+    close(&ev(OpKind::TakeAlongGrad, axis(1), &[&idx, &dy], &[2, 2]), &[2, 2], &[3.0, 0.0, 4.0, 3.0]);
+    let m = ev_err(OpKind::TakeAlong, axis(1), &[&x, &it(DType::I64, &[2, 1], &[0, 2])], TensorType::f32(vec![2, 1]));
+    assert!(m.contains("index 2") && m.contains("[1, 0]") && m.contains("[0, 2)"), "{m}");
+}
+
+#[test]
+fn comparisons_give_i1_and_treat_nan_as_unordered() {
+    let a = t(&[4], &[1.0, 2.0, 3.0, f32::NAN]);
+    let b = t(&[4], &[2.0, 2.0, 1.0, f32::NAN]);
+    let i1 = TensorType::new(vec![4], DType::I1);
+    let c = |k| ev_ty(k, Attrs::new(), &[&a, &b], i1.clone()).ints;
+    assert_eq!(c(OpKind::Eq), vec![0, 1, 0, 0]);
+    assert_eq!(c(OpKind::Ne), vec![1, 0, 1, 1]);
+    assert_eq!(c(OpKind::Lt), vec![1, 0, 0, 0]);
+    assert_eq!(c(OpKind::Le), vec![1, 1, 0, 0]);
+    assert_eq!(c(OpKind::Gt), vec![0, 0, 1, 0]);
+    assert_eq!(c(OpKind::Ge), vec![0, 1, 1, 0]);
+    let ai = it(DType::I64, &[3], &[-5, 0, 7]);
+    let bi = it(DType::I64, &[3], &[-100, 0, 8]);
+    let i13 = TensorType::new(vec![3], DType::I1);
+    assert_eq!(ev_ty(OpKind::Ne, Attrs::new(), &[&ai, &bi], i13.clone()).ints, vec![1, 0, 1]);
+    assert_eq!(ev_ty(OpKind::Ge, Attrs::new(), &[&ai, &bi], i13).ints, vec![1, 1, 0]);
+}
+
+#[test]
+fn logic_and_select() {
+    let p = it(DType::I1, &[4], &[0, 0, 1, 1]);
+    let q = it(DType::I1, &[4], &[0, 1, 0, 1]);
+    let i1 = TensorType::new(vec![4], DType::I1);
+    assert_eq!(ev_ty(OpKind::And, Attrs::new(), &[&p, &q], i1.clone()).ints, vec![0, 0, 0, 1]);
+    assert_eq!(ev_ty(OpKind::Or, Attrs::new(), &[&p, &q], i1.clone()).ints, vec![0, 1, 1, 1]);
+    assert_eq!(ev_ty(OpKind::Not, Attrs::new(), &[&p], i1).ints, vec![1, 1, 0, 0]);
+    // A causal mask: select(c, x, -inf).
+    let x = t(&[4], &[1.0, 2.0, 3.0, 4.0]);
+    let ninf = t(&[4], &[f32::NEG_INFINITY; 4]);
+    let y = ev(OpKind::Select, Attrs::new(), &[&q, &x, &ninf], &[4]);
+    assert_eq!(y.data, vec![f32::NEG_INFINITY, 2.0, f32::NEG_INFINITY, 4.0]);
+    let a = it(DType::I64, &[4], &[1, 2, 3, 4]);
+    let b = it(DType::I64, &[4], &[-1, -2, -3, -4]);
+    assert_eq!(ev_ty(OpKind::Select, Attrs::new(), &[&p, &a, &b], TensorType::new(vec![4], DType::I64)).ints, vec![-1, -2, 3, 4]);
+}
+
+#[test]
+fn cast_truncates_wraps_and_rounds() {
+    let x = t(&[6], &[2.7, -2.7, 0.0, f32::NAN, 3e9, -0.5]);
+    let to = |dt| TensorType::new(vec![6], dt);
+    assert_eq!(ev_ty(OpKind::Cast, Attrs::new(), &[&x], to(DType::I64)).ints, vec![2, -2, 0, 0, 3_000_000_000, 0]);
+    assert_eq!(ev_ty(OpKind::Cast, Attrs::new(), &[&x], to(DType::I32)).ints, vec![2, -2, 0, 0, i64::from(i32::MAX), 0]);
+    assert_eq!(ev_ty(OpKind::Cast, Attrs::new(), &[&x], to(DType::I1)).ints, vec![1, 1, 0, 1, 1, 1]);
+    // i64 -> i32 keeps the low 32 bits; -> i1 is v != 0; -> f32 exact.
+    let i = it(DType::I64, &[3], &[1 << 32 | 5, 0, -3]);
+    let to3 = |dt| TensorType::new(vec![3], dt);
+    assert_eq!(ev_ty(OpKind::Cast, Attrs::new(), &[&i], to3(DType::I32)).ints, vec![5, 0, -3]);
+    assert_eq!(ev_ty(OpKind::Cast, Attrs::new(), &[&i], to3(DType::I1)).ints, vec![1, 0, 1]);
+    assert_eq!(ev_ty(OpKind::Cast, Attrs::new(), &[&i], to3(DType::F32)).data, vec![4_294_967_301.0, 0.0, -3.0]);
+    // f32 -> bf16: 1 + 2^-8 is a tie, rounds to even (1.0); 1 + 3*2^-8 rounds up to 1 + 2^-6.
+    let f = t(&[2], &[1.003_906_25, 1.011_718_75]);
+    assert_eq!(ev_ty(OpKind::Cast, Attrs::new(), &[&f], TensorType::new(vec![2], DType::BF16)).data, vec![1.0, 1.015_625]);
+    // i1 -> f32 is 0/1.
+    let b = it(DType::I1, &[2], &[1, 0]);
+    assert_eq!(ev_ty(OpKind::Cast, Attrs::new(), &[&b], TensorType::f32(vec![2])).data, vec![1.0, 0.0]);
+}
+
+#[test]
+fn iota_counts_along_its_dim() {
+    let d = |v| attrs([("dim", Attr::Int(v))]);
+    assert_eq!(ev_ty(OpKind::Iota, d(1), &[], TensorType::new(vec![2, 3], DType::I64)).ints, vec![0, 1, 2, 0, 1, 2]);
+    assert_eq!(ev(OpKind::Iota, d(0), &[], &[2, 3]).data, vec![0.0, 0.0, 0.0, 1.0, 1.0, 1.0]);
+}
+
+#[test]
+fn cross_entropy_matches_hand_values_and_ignores_labels() {
+    // Row 0: logits [0, 0] -> -log(1/2) = ln 2 = 0.693147. Row 1: [ln 3, 0], label 0:
+    // softmax = [3/4, 1/4] -> -log(3/4) = 0.287682. Row 2 ignored (-100).
+    let x = t(&[3, 2], &[0.0, 0.0, 3f32.ln(), 0.0, 5.0, -5.0]);
+    let y = it(DType::I64, &[3], &[1, 0, -100]);
+    let scalar = TensorType::f32(Vec::<u64>::new());
+    let l = ev_ty(OpKind::CrossEntropy, Attrs::new(), &[&x, &y], scalar.clone());
+    close(&l, &[], &[(0.693_147_2 + 0.287_682_1) / 2.0]);
+    // Gradient with dy = 2: (softmax - onehot) * 2 / 2; row 2 zero.
+    let dy = t(&[], &[2.0]);
+    let g = ev(OpKind::CrossEntropyGrad, Attrs::new(), &[&x, &y, &dy], &[3, 2]);
+    close(&g, &[3, 2], &[0.5, -0.5, -0.25, 0.25, 0.0, 0.0]);
+    // ignore_index 1 drops row 0 instead: loss = (0.287682 + 0.000045398...) / 2 (row 2 label -100 is now
+    // out of range and kept -> an error); labels [1, 0, 0]: row 2 = -log(softmax(5, -5)[0]) = ln(1 + e^-10).
+    let y2 = it(DType::I32, &[3], &[1, 0, 0]);
+    let a = attrs([("ignore_index", Attr::Int(1))]);
+    let l = ev_ty(OpKind::CrossEntropy, a.clone(), &[&x, &y2], scalar.clone());
+    close(&l, &[], &[(0.287_682_1 + 4.539_89e-5) / 2.0]);
+    let m = ev_err(OpKind::CrossEntropy, a, &[&x, &y], scalar.clone());
+    assert!(m.contains("label -100") && m.contains("[2]") && m.contains("[0, 2)"), "{m}");
+    // Every label ignored: 0/0 = NaN (as PyTorch).
+    let all = it(DType::I64, &[3], &[-100, -100, -100]);
+    assert!(ev_ty(OpKind::CrossEntropy, Attrs::new(), &[&x, &all], scalar).data[0].is_nan());
+}
+
+#[test]
+fn mixed_ops_refuse_wrong_element_types() {
+    let x = t(&[2], &[0.0, 1.0]);
+    // A float index.
+    let m = ev_err(OpKind::Gather, axis(0), &[&x, &x], TensorType::f32(vec![2]));
+    assert!(m.contains("integer element type"), "{m}");
+    // Select with a float condition.
+    let m = ev_err(OpKind::Select, Attrs::new(), &[&x, &x, &x], TensorType::f32(vec![2]));
+    assert!(m.contains("i1"), "{m}");
+    // Float labels.
+    let m = ev_err(OpKind::CrossEntropy, Attrs::new(), &[&t(&[1, 2], &[0.0, 1.0]), &t(&[1], &[0.0])], TensorType::f32(Vec::<u64>::new()));
+    assert!(m.contains("labels"), "{m}");
+}

@@ -101,6 +101,24 @@ op_table! {
     MaxPool2dGrad => "max_pool2d_grad", Exactly(2), "gradient of max_pool2d (operands x, dy; the first maximal element of a window takes its gradient)";
     AvgPool2dGrad => "avg_pool2d_grad", Exactly(1), "gradient of avg_pool2d (operand dy; input shape from the result type)";
     Dropout => "dropout", Between(1, 2), "y = x * mask / (1 - rate), mask a pure function of (seed, the optional rank-0 step key operand, flat index)";
+    Gather => "gather", Exactly(2), "y = x indexed along axis by the integer idx (operands x, idx; embedding lookup with axis 0)";
+    GatherGrad => "gather_grad", Exactly(2), "gradient of gather (operands idx, dy): zeros, then dy's slices added at idx in flat order of idx";
+    TakeAlong => "take_along", Exactly(2), "y[i] = x[i with i[axis] replaced by idx[i]] (operands x, idx of x's rank)";
+    TakeAlongGrad => "take_along_grad", Exactly(2), "gradient of take_along (operands idx, dy): zeros, then dy[i] added at idx in flat order";
+    Eq => "eq", Exactly(2), "c = a == b (i1)";
+    Ne => "ne", Exactly(2), "c = a != b (i1)";
+    Lt => "lt", Exactly(2), "c = a < b (i1)";
+    Le => "le", Exactly(2), "c = a <= b (i1)";
+    Gt => "gt", Exactly(2), "c = a > b (i1)";
+    Ge => "ge", Exactly(2), "c = a >= b (i1)";
+    And => "and", Exactly(2), "c = a and b (i1)";
+    Or => "or", Exactly(2), "c = a or b (i1)";
+    Not => "not", Exactly(1), "c = not a (i1)";
+    Select => "select", Exactly(3), "y = c ? a : b (operands c of i1, a, b)";
+    Cast => "cast", Exactly(1), "y = x converted to the result's element type";
+    Iota => "iota", Exactly(0), "y = the index along dim";
+    CrossEntropy => "cross_entropy", Exactly(2), "mean over labels != ignore_index of -log_softmax(logits)[n, label] (operands logits [N, C], labels [N])";
+    CrossEntropyGrad => "cross_entropy_grad", Exactly(3), "gradient of cross_entropy (operands logits, labels, dy): (softmax - onehot) * dy / count";
     Return => "return", Any, "ends a function, returning its operands";
 }
 
@@ -228,7 +246,10 @@ impl OpKind {
     /// Whether the result type must be written out (cannot be inferred from operands).
     pub fn needs_declared_type(self) -> bool {
         use OpKind::*;
-        matches!(self, Fill | Broadcast | Reshape | Slice | Conv2dGradInput | Conv2dGradFilter | AvgPool2dGrad)
+        matches!(
+            self,
+            Fill | Broadcast | Reshape | Slice | Conv2dGradInput | Conv2dGradFilter | AvgPool2dGrad | GatherGrad | TakeAlongGrad | Cast | Iota
+        )
     }
     /// The op's own attributes.
     pub fn attr_specs(self) -> &'static [AttrSpec] {
@@ -244,6 +265,9 @@ impl OpKind {
         const POOL: &[AttrSpec] = &[req("window", Ints), opt("stride", Ints)];
         const DROPOUT: &[AttrSpec] = &[req("rate", F32), req("seed", I64)];
         const DENSE: &[AttrSpec] = &[req("value", Dense)];
+        const AXIS: &[AttrSpec] = &[req("axis", I64)];
+        const IOTA: &[AttrSpec] = &[req("dim", I64)];
+        const XENT: &[AttrSpec] = &[opt("ignore_index", I64)];
         match self {
             Scale | Fill => VALUE,
             Constant => DENSE,
@@ -255,6 +279,9 @@ impl OpKind {
             Conv2d | Conv2dGradInput | Conv2dGradFilter => CONV,
             MaxPool2d | AvgPool2d | MaxPool2dGrad | AvgPool2dGrad => POOL,
             Dropout => DROPOUT,
+            Gather | GatherGrad | TakeAlong | TakeAlongGrad => AXIS,
+            Iota => IOTA,
+            CrossEntropy | CrossEntropyGrad => XENT,
             _ => &[],
         }
     }
@@ -462,7 +489,9 @@ pub fn infer_type(
     if kind == OpKind::Return {
         return Ok(None);
     }
-    check_element_types(kind, operands, declared)?;
+    if kind.elem_class() != ElemClass::Mixed {
+        check_element_types(kind, operands, declared)?;
+    }
     let inferred = infer_result(kind, attrs, operands, declared)?;
     check_inferred(inferred, declared).map(Some)
 }
@@ -476,6 +505,11 @@ pub enum ElemClass {
     Numeric,
     /// Every element type: data movement and fill.
     Any,
+    /// Each operand has its own rule (index operands i64/i32, masks i1, a
+    /// result of another type than the operands): gather, take_along and
+    /// their gradients, comparisons, logic, select, cast, iota,
+    /// cross_entropy and its gradient (`crate::mixed`).
+    Mixed,
 }
 
 impl ElemClass {
@@ -484,6 +518,8 @@ impl ElemClass {
             ElemClass::Float => d.is_float(),
             ElemClass::Numeric => d.is_float() || d.is_integer(),
             ElemClass::Any => true,
+            // Not one type for the whole op: see `crate::mixed`.
+            ElemClass::Mixed => false,
         }
     }
     pub fn describe(self) -> &'static str {
@@ -491,6 +527,7 @@ impl ElemClass {
             ElemClass::Float => "a float element type (f32, bf16, f16)",
             ElemClass::Numeric => "a float or integer element type (not i1)",
             ElemClass::Any => "any element type",
+            ElemClass::Mixed => "the element types of its operand roles",
         }
     }
 }
@@ -506,6 +543,8 @@ impl OpKind {
             Exp | Log | Tanh | Sigmoid | Relu | Sqrt | Rsqrt | Erf | Div | Scale | Constant | ReluGrad | ReduceSum
             | ReduceMax | Matmul | Conv2d | Conv2dGradInput | Conv2dGradFilter | MaxPool2d | AvgPool2d
             | MaxPool2dGrad | AvgPool2dGrad | Dropout => ElemClass::Float,
+            Gather | GatherGrad | TakeAlong | TakeAlongGrad | Eq | Ne | Lt | Le | Gt | Ge | And | Or | Not | Select
+            | Cast | Iota | CrossEntropy | CrossEntropyGrad => ElemClass::Mixed,
         }
     }
 }
@@ -562,6 +601,7 @@ fn infer_result(
         Matmul | Conv2d | Conv2dGradInput | Conv2dGradFilter => infer_contraction(kind, attrs, operands, declared),
         MaxPool2d | AvgPool2d | MaxPool2dGrad | AvgPool2dGrad => infer_pool(kind, attrs, operands, declared),
         Fill | Constant => infer_source(kind, attrs, declared),
+        _ if kind.elem_class() == ElemClass::Mixed => crate::mixed::infer_mixed(kind, attrs, operands, declared),
         _ => Err(no_type_rule(kind)),
     }
 }

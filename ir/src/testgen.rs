@@ -39,7 +39,7 @@ use crate::attr::{Attr, Attrs};
 use crate::diag::Loc;
 use crate::func::{Func, Module, ValueId, attrs};
 use crate::ops::{ATTR_CHECKPOINT, ATTR_MIRROR, OpKind};
-use crate::types::TensorType;
+use crate::types::{DType, TensorType};
 use proptest::prelude::*;
 use std::sync::Arc;
 
@@ -65,6 +65,13 @@ pub struct GenConfig {
     /// reduce_sum, fill, tanh, exp, sigmoid, add). For backends or passes
     /// that do not support some ops yet.
     pub exclude: Vec<OpKind>,
+    /// Also draw the integer/bool/indexing ops (`INT_OPS`: gather,
+    /// take_along and their gradients, comparisons, logic, select, cast,
+    /// iota, cross_entropy and its gradient). Their integer and bool values
+    /// stay internal to a step (they feed a float op of the same step), so
+    /// the pool other steps read holds f32 values only. Off by default:
+    /// turning it on changes the random stream of every seed.
+    pub int_ops: bool,
 }
 
 impl Default for GenConfig {
@@ -77,6 +84,7 @@ impl Default for GenConfig {
             annotate: false,
             max_extra_results: 2,
             exclude: Vec::new(),
+            int_ops: false,
         }
     }
 }
@@ -85,6 +93,11 @@ impl GenConfig {
     /// Same configuration with ck.mirror/ck.checkpoint annotations on.
     pub fn annotated(mut self) -> Self {
         self.annotate = true;
+        self
+    }
+    /// Same configuration with the integer/bool/indexing ops on (`int_ops`).
+    pub fn with_int_ops(mut self) -> Self {
+        self.int_ops = true;
         self
     }
     /// Same configuration without the ops that have kinks (relu, max,
@@ -235,6 +248,28 @@ const STEP_OPS: &[OpKind] = &[
     OpKind::Dropout,
     OpKind::Erf,
     OpKind::Constant,
+];
+
+/// The ops drawn in addition when `GenConfig::int_ops` is on.
+const INT_OPS: &[OpKind] = &[
+    OpKind::Gather,
+    OpKind::GatherGrad,
+    OpKind::TakeAlong,
+    OpKind::TakeAlongGrad,
+    OpKind::Eq,
+    OpKind::Ne,
+    OpKind::Lt,
+    OpKind::Le,
+    OpKind::Gt,
+    OpKind::Ge,
+    OpKind::And,
+    OpKind::Or,
+    OpKind::Not,
+    OpKind::Select,
+    OpKind::Cast,
+    OpKind::Iota,
+    OpKind::CrossEntropy,
+    OpKind::CrossEntropyGrad,
 ];
 
 fn ints(v: &[u64]) -> Attr {
@@ -466,7 +501,9 @@ impl<'c> Gen<'c> {
 
     /// One random step: one op of the table (not excluded), with its adapters.
     fn step(&mut self) {
-        let allowed: Vec<OpKind> = STEP_OPS.iter().copied().filter(|k| !self.cfg.exclude.contains(k)).collect();
+        let extra: &[OpKind] = if self.cfg.int_ops { INT_OPS } else { &[] };
+        let allowed: Vec<OpKind> =
+            STEP_OPS.iter().chain(extra).copied().filter(|k| !self.cfg.exclude.contains(k)).collect();
         if allowed.is_empty() {
             return;
         }
@@ -513,6 +550,13 @@ impl<'c> Gen<'c> {
             Matmul => self.emit_matmul(),
             Conv2d | Conv2dGradInput | Conv2dGradFilter => self.emit_conv(kind),
             MaxPool2d | AvgPool2d | MaxPool2dGrad | AvgPool2dGrad => self.emit_pool(kind),
+            Gather | GatherGrad => self.emit_gather(kind),
+            TakeAlong | TakeAlongGrad => self.emit_take_along(kind),
+            Eq | Ne | Lt | Le | Gt | Ge | Select => self.emit_compare_select(kind),
+            And | Or | Not => self.emit_logic(kind),
+            Cast => self.emit_cast(),
+            Iota => self.emit_iota(),
+            CrossEntropy | CrossEntropyGrad => self.emit_cross_entropy(kind),
             Return => {}
         }
     }
@@ -837,6 +881,178 @@ impl<'c> Gen<'c> {
         }
     }
 
+    /// Appends an op that stays out of the pool (an integer or bool value
+    /// internal to a step); `declared` is its full type when needed.
+    fn push_aux(&mut self, kind: OpKind, operands: &[ValueId], a: Attrs, declared: Option<TensorType>) -> ValueId {
+        let loc = Loc::new(self.file.clone(), self.line, 5);
+        self.f
+            .push(kind, operands, a, declared, kind.name(), loc)
+            .unwrap_or_else(|d| panic!("testgen built an ill-typed op (generator bug): {d}"))
+    }
+
+    /// An integer index tensor of `shape` with elements in `[0, n)` (some
+    /// `ignore` instead when given): a constant of integral floats cast to i64 or i32.
+    fn indices(&mut self, shape: &[u64], n: u64, ignore: Option<i64>) -> ValueId {
+        let count: u64 = shape.iter().product();
+        let data: Vec<f32> = (0..count)
+            .map(|i| match ignore {
+                // The first element is never ignored, so a loss has a label
+                // (callers never pass an ignore value that is the only class).
+                Some(v) if i > 0 && self.rng.one_in(4) => v as f32,
+                Some(v) if i == 0 && (0..n as i64).contains(&v) => ((v as u64 + 1 + self.rng.below(n - 1)) % n) as f32,
+                _ => self.rng.below(n) as f32,
+            })
+            .collect();
+        let c = self.push_aux(OpKind::Constant, &[], attrs([("value", Attr::Dense { shape: shape.to_vec(), data })]), None);
+        let dt = if self.rng.one_in(2) { DType::I64 } else { DType::I32 };
+        self.push_aux(OpKind::Cast, &[c], Attrs::new(), Some(TensorType::new(shape.to_vec(), dt)))
+    }
+
+    /// Gather of a pool value at random indices, or gather_grad of a bounded dy.
+    fn emit_gather(&mut self, kind: OpKind) {
+        let r = self.rng.range(1, 3) as usize;
+        let ir = self.rng.range(0, 2) as usize;
+        let idx_shape: Vec<u64> = (0..ir).map(|_| self.dim()).collect();
+        if kind == OpKind::Gather {
+            let x = self.of_rank(r);
+            let xs = self.shape(x);
+            let axis = self.rng.below(r as u64) as usize;
+            let idx = self.indices(&idx_shape, xs[axis], None);
+            let iv = self.iv[x.index()];
+            self.push(kind, &[x, idx], attrs([("axis", Attr::Int(axis as i64))]), None, iv);
+        } else {
+            let dx: Vec<u64> = (0..r).map(|_| self.dim()).collect();
+            let axis = self.rng.below(r as u64) as usize;
+            let idx = self.indices(&idx_shape, dx[axis], None);
+            let dy_shape = crate::mixed::gather_shape(&dx, &idx_shape, axis);
+            let dy = self.obtain(&dy_shape);
+            let dy = self.bounded(dy, OPERAND_LIMIT);
+            let n: u64 = idx_shape.iter().product();
+            let iv = self.iv[dy.index()].times(n as f64).with_zero();
+            self.push(kind, &[idx, dy], attrs([("axis", Attr::Int(axis as i64))]), Some(dx), iv);
+        }
+    }
+
+    /// take_along of a pool value, or take_along_grad of a bounded dy.
+    fn emit_take_along(&mut self, kind: OpKind) {
+        let r = self.rng.range(1, 3) as usize;
+        let axis = self.rng.below(r as u64) as usize;
+        let k = self.dim();
+        let a = attrs([("axis", Attr::Int(axis as i64))]);
+        if kind == OpKind::TakeAlong {
+            let x = self.of_rank(r);
+            let xs = self.shape(x);
+            let mut is = xs.clone();
+            is[axis] = k;
+            let idx = self.indices(&is, xs[axis], None);
+            let iv = self.iv[x.index()];
+            self.push(kind, &[x, idx], a, None, iv);
+        } else {
+            let dx: Vec<u64> = (0..r).map(|_| self.dim()).collect();
+            let mut is = dx.clone();
+            is[axis] = k;
+            let idx = self.indices(&is, dx[axis], None);
+            let dy = self.obtain(&is);
+            let dy = self.bounded(dy, OPERAND_LIMIT);
+            let iv = self.iv[dy.index()].times(k as f64).with_zero();
+            self.push(kind, &[idx, dy], a, Some(dx), iv);
+        }
+    }
+
+    /// A comparison of two bounded values of one shape, then a select between them.
+    fn emit_compare_select(&mut self, kind: OpKind) {
+        use OpKind::*;
+        let cmp = if kind == Select { self.rng.pick(&[Eq, Ne, Lt, Le, Gt, Ge]) } else { kind };
+        let (a, b) = self.pair();
+        let c = self.push_aux(cmp, &[a, b], Attrs::new(), None);
+        self.select_or_cast(c, a, b);
+    }
+
+    /// Two bounded pool values of one shape.
+    fn pair(&mut self) -> (ValueId, ValueId) {
+        let a = self.pick_value();
+        let a = self.bounded(a, OPERAND_LIMIT);
+        let shape = self.shape(a);
+        let b = self.obtain(&shape);
+        let b = self.bounded(b, OPERAND_LIMIT);
+        (a, b)
+    }
+
+    /// `select(c, a, b)` or `cast(c)` to f32 (a float result for the pool).
+    fn select_or_cast(&mut self, c: ValueId, a: ValueId, b: ValueId) {
+        if self.rng.one_in(3) {
+            let t = TensorType::f32(self.shape(c));
+            let v = self.push_aux(OpKind::Cast, &[c], Attrs::new(), Some(t));
+            self.record(v, Iv::new(0.0, 1.0));
+        } else {
+            let (ia, ib) = (self.iv[a.index()], self.iv[b.index()]);
+            self.push(OpKind::Select, &[c, a, b], Attrs::new(), None, Iv::new(ia.lo.min(ib.lo), ia.hi.max(ib.hi)));
+        }
+    }
+
+    /// and/or of two comparisons (not of one), then a select.
+    fn emit_logic(&mut self, kind: OpKind) {
+        use OpKind::*;
+        let (a, b) = self.pair();
+        let c1 = self.push_aux(Lt, &[a, b], Attrs::new(), None);
+        let c = if kind == Not {
+            self.push_aux(Not, &[c1], Attrs::new(), None)
+        } else {
+            let c2 = self.push_aux(Ne, &[a, b], Attrs::new(), None);
+            self.push_aux(kind, &[c1, c2], Attrs::new(), None)
+        };
+        self.select_or_cast(c, a, b);
+    }
+
+    /// A round trip f32 -> T -> f32 through a random element type.
+    fn emit_cast(&mut self) {
+        let x = self.pick_value();
+        let x = self.bounded(x, OPERAND_LIMIT);
+        let dt = self.rng.pick(&[DType::I64, DType::I32, DType::I1, DType::BF16, DType::F16]);
+        let shape = self.shape(x);
+        let mid = self.push_aux(OpKind::Cast, &[x], Attrs::new(), Some(TensorType::new(shape.clone(), dt)));
+        let iv = self.iv[x.index()];
+        let out = match dt {
+            DType::I1 => Iv::new(0.0, 1.0),
+            DType::I64 | DType::I32 => iv.with_zero(),
+            // Rounding to 8 (bf16) or 11 (f16) significant bits.
+            _ => Iv::new(iv.lo - iv.mag() / 64.0, iv.hi + iv.mag() / 64.0),
+        };
+        self.push(OpKind::Cast, &[mid], Attrs::new(), Some(shape), out);
+    }
+
+    /// An f32 iota of a random shape along a random dim.
+    fn emit_iota(&mut self) {
+        let r = self.rng.range(1, 3) as usize;
+        let shape: Vec<u64> = (0..r).map(|_| self.dim()).collect();
+        let dim = self.rng.below(r as u64) as usize;
+        let hi = (shape[dim] - 1) as f64;
+        self.push(OpKind::Iota, &[], attrs([("dim", Attr::Int(dim as i64))]), Some(shape), Iv::new(0.0, hi));
+    }
+
+    /// cross_entropy of bounded logits at random labels (some ignored), or its gradient.
+    fn emit_cross_entropy(&mut self, kind: OpKind) {
+        let (n, c) = (self.dim(), self.dim());
+        let logits = self.obtain(&[n, c]);
+        let logits = self.bounded(logits, OPERAND_LIMIT);
+        // The default -100, a class (when there are two or more), or no class.
+        let ignore = match self.rng.below(3) {
+            0 => -100,
+            1 if c > 1 => self.rng.below(c) as i64,
+            _ => c as i64,
+        };
+        let labels = self.indices(&[n], c, Some(ignore));
+        let a = if ignore == -100 { Attrs::new() } else { attrs([("ignore_index", Attr::Int(ignore))]) };
+        let m = self.iv[logits.index()].mag();
+        if kind == OpKind::CrossEntropy {
+            self.push(kind, &[logits, labels], a, None, Iv::new(0.0, 2.0 * m + (c as f64).ln() + 1.0));
+        } else {
+            let dy = self.scalar_from_pool();
+            let d = self.iv[dy.index()].mag();
+            self.push(kind, &[logits, labels, dy], a, None, Iv::new(-d, d));
+        }
+    }
+
     /// Loss = sum of reduce_sum over every unused op result; then extras; return.
     fn finish(&mut self) {
         if self.f.body.is_empty() {
@@ -883,9 +1099,8 @@ mod tests {
 
     #[test]
     fn generated_modules_verify_and_return_a_scalar_loss_first() {
-        let cfg = GenConfig::default().annotated();
         let mut kinds = std::collections::BTreeSet::new();
-        for seed in 0..300 {
+        for (seed, cfg) in (0..300).map(|s| (s, GenConfig::default().annotated())).chain((0..300).map(|s| (s, GenConfig::default().annotated().with_int_ops()))) {
             let m = gen_module(&cfg, seed);
             if let Err(d) = verify_module(&m) {
                 panic!("seed {seed}: {d}\n{}", crate::print_module(&m));

@@ -17,7 +17,7 @@
 #![allow(clippy::unwrap_used)]
 
 use ckopt_interp::{Tensor, run_func};
-use ckopt_ir::{Attr, Attrs, Func, Loc, Module, OpKind, TensorType, ValueId, attrs, verify_module};
+use ckopt_ir::{Attr, Attrs, DType, Func, Loc, Module, OpKind, TensorType, ValueId, attrs, verify_module};
 use ckopt_passes::autodiff::{AutodiffOptions, Wrt, autodiff};
 
 const EPS: f32 = 1e-2;
@@ -348,6 +348,11 @@ fn every_op_is_covered_by_a_finite_difference_test() {
         OpKind::Conv2dGradInput, OpKind::Conv2dGradFilter, OpKind::MaxPool2d, OpKind::AvgPool2d,
         OpKind::MaxPool2dGrad, OpKind::AvgPool2dGrad, OpKind::Dropout, OpKind::Erf, OpKind::Constant,
         OpKind::Return,
+        // fd_gather_take_along_and_their_gradients, fd_select_and_masks (integer/bool
+        // results: constants, their consumers checked), fd_cast, fd_cross_entropy.
+        OpKind::Gather, OpKind::GatherGrad, OpKind::TakeAlong, OpKind::TakeAlongGrad, OpKind::Eq, OpKind::Ne,
+        OpKind::Lt, OpKind::Le, OpKind::Gt, OpKind::Ge, OpKind::And, OpKind::Or, OpKind::Not, OpKind::Select,
+        OpKind::Cast, OpKind::Iota, OpKind::CrossEntropy, OpKind::CrossEntropyGrad,
     ];
     for k in OpKind::ALL {
         assert!(covered.contains(k), "no finite-difference case for ck.{}", k.name());
@@ -368,4 +373,147 @@ fn fd_wrt_a_non_param_input() {
     let m = Module { funcs: vec![f] };
     let inputs = vec![rng.uniform(&[2, 3], -1.0, 1.0), rng.uniform(&[3, 3], -1.0, 1.0)];
     check_with(m, &inputs, &AutodiffOptions { wrt: Wrt::Indices(vec![0, 1]), func: None }, usize::MAX);
+}
+
+// ---- issue 19: integer indices, masks, casts, cross_entropy ----
+
+fn ity(s: &[u64], dt: DType) -> TensorType {
+    TensorType::new(s.to_vec(), dt)
+}
+
+fn ints(shape: &[u64], dt: DType, v: &[i64]) -> Tensor {
+    Tensor::from_ints(shape.iter().map(|&d| d as usize).collect(), dt, v.to_vec()).expect("ints")
+}
+
+/// `case` with typed arguments: float arguments flagged in `params` are
+/// `{ck.param}`; integer and bool arguments are constants.
+fn typed_case(types: &[TensorType], params: &[bool], build: impl Fn(&mut Func, &[ValueId]) -> ValueId) -> Module {
+    let mut f = Func::new("f", l());
+    let args: Vec<ValueId> =
+        types.iter().zip(params).enumerate().map(|(i, (ty, &p))| f.add_param(format!("a{i}"), ty.clone(), p)).collect();
+    let y = build(&mut f, &args);
+    let yt = f.ty(y).clone();
+    let r = f.add_param("r", yt.clone(), false);
+    let m = f.push(OpKind::Mul, &[y, r], Attrs::new(), None, "m", l()).expect("mul");
+    let dims: Vec<i64> = (0..yt.rank() as i64).collect();
+    let loss = f.push(OpKind::ReduceSum, &[m], attrs([("dims", Attr::IntArray(dims))]), None, "loss", l()).expect("sum");
+    f.push_return(&[loss], l());
+    Module { funcs: vec![f] }
+}
+
+fn typed_check(m: Module, inputs: Vec<Tensor>, seed: u64) {
+    let mut rng = Rng(seed);
+    let inputs = with_r(&m, inputs, &mut rng);
+    check(m, &inputs);
+}
+
+fn one_op(types: &[TensorType], params: &[bool], kind: OpKind, at: Attrs, declared: Option<TensorType>) -> Module {
+    typed_case(types, params, |f, v| f.push(kind, v, at.clone(), declared.clone(), "y", l()).expect("op"))
+}
+
+#[test]
+fn fd_gather_take_along_and_their_gradients() {
+    let mut rng = Rng(21);
+    let axis = |a| attrs([("axis", Attr::Int(a))]);
+    // Embedding lookup with repeated ids: the repeated rows' gradients add up.
+    let ids = ints(&[2, 3], DType::I64, &[3, 0, 3, 1, 3, 0]);
+    let m = one_op(&[t(&[4, 3]), ity(&[2, 3], DType::I64)], &[true, false], OpKind::Gather, axis(0), None);
+    typed_check(m, vec![rng.uniform(&[4, 3], -1.0, 1.0), ids], 211);
+    // Along axis 1 with an i32 index.
+    let idx = ints(&[3], DType::I32, &[2, 2, 0]);
+    let m = one_op(&[t(&[2, 4]), ity(&[3], DType::I32)], &[true, false], OpKind::Gather, axis(1), None);
+    typed_check(m, vec![rng.uniform(&[2, 4], -1.0, 1.0), idx], 212);
+    // gather_grad is linear in dy.
+    let idx = ints(&[3], DType::I64, &[1, 1, 2]);
+    let m = one_op(&[ity(&[3], DType::I64), t(&[3, 2])], &[false, true], OpKind::GatherGrad, axis(0), Some(t(&[4, 2])));
+    typed_check(m, vec![idx, rng.uniform(&[3, 2], -1.0, 1.0)], 213);
+    // take_along (torch.gather) and its gradient.
+    let idx = ints(&[3, 2], DType::I64, &[0, 0, 3, 1, 2, 2]);
+    let m = one_op(&[t(&[3, 4]), ity(&[3, 2], DType::I64)], &[true, false], OpKind::TakeAlong, axis(1), None);
+    typed_check(m, vec![rng.uniform(&[3, 4], -1.0, 1.0), idx.clone()], 214);
+    let m = one_op(&[ity(&[3, 2], DType::I64), t(&[3, 2])], &[false, true], OpKind::TakeAlongGrad, axis(1), Some(t(&[3, 4])));
+    typed_check(m, vec![idx, rng.uniform(&[3, 2], -1.0, 1.0)], 215);
+}
+
+#[test]
+fn fd_select_and_masks() {
+    let mut rng = Rng(22);
+    let s = [2u64, 3];
+    // select(c, a, b) with a constant mask.
+    let c = ints(&s, DType::I1, &[1, 0, 0, 1, 1, 0]);
+    let m = one_op(&[ity(&s, DType::I1), t(&s), t(&s)], &[false, true, true], OpKind::Select, Attrs::new(), None);
+    typed_check(m, vec![c, rng.uniform(&s, -1.0, 1.0), rng.uniform(&s, -1.0, 1.0)], 221);
+    // A mask computed from the differentiated values themselves, through every
+    // comparison and logic op: c = (a <= b and a != b) or not (a >= b or a == b),
+    // i.e. a < b; y = select(c, a * iota, b). Inputs distinct by >= 0.05.
+    let m = typed_case(&[t(&s), t(&s)], &[true, true], |f, v| {
+        let (a, b) = (v[0], v[1]);
+        let p = |f: &mut Func, k: OpKind, o: &[ValueId]| f.push(k, o, Attrs::new(), None, "c", l()).expect("op");
+        let le = p(f, OpKind::Le, &[a, b]);
+        let ne = p(f, OpKind::Ne, &[a, b]);
+        let ge = p(f, OpKind::Ge, &[a, b]);
+        let eq = p(f, OpKind::Eq, &[a, b]);
+        let gt = p(f, OpKind::Gt, &[b, a]);
+        let lt = p(f, OpKind::Lt, &[a, b]);
+        let x1 = p(f, OpKind::And, &[le, ne]);
+        let x2 = p(f, OpKind::Or, &[ge, eq]);
+        let x3 = p(f, OpKind::Not, &[x2]);
+        let x4 = p(f, OpKind::Or, &[x1, x3]);
+        let x5 = p(f, OpKind::And, &[gt, lt]);
+        let c = p(f, OpKind::And, &[x4, x5]);
+        let io = f.push(OpKind::Iota, &[], attrs([("dim", Attr::Int(1))]), Some(t(&s)), "io", l()).expect("iota");
+        let ai = p(f, OpKind::Mul, &[a, io]);
+        f.push(OpKind::Select, &[c, ai, b], Attrs::new(), None, "y", l()).expect("select")
+    });
+    let ab = rng.distinct(&[2, 2, 3], 0.05);
+    let a = Tensor::new(vec![2, 3], ab.data[..6].to_vec()).expect("a");
+    let b = Tensor::new(vec![2, 3], ab.data[6..].to_vec()).expect("b");
+    typed_check(m, vec![a, b], 222);
+}
+
+#[test]
+fn fd_cast() {
+    let mut rng = Rng(23);
+    let s = [2u64, 3];
+    // Through bf16 and f16 and back: the gradient is cast back. Small inputs
+    // keep the rounding far below the difference (bf16 spacing at 0.05 is 2^-13).
+    for dt in [DType::BF16, DType::F16] {
+        let m = typed_case(&[t(&s)], &[true], |f, v| {
+            let h = f.push(OpKind::Cast, &[v[0]], Attrs::new(), Some(ity(&s, dt)), "h", l()).expect("cast");
+            f.push(OpKind::Cast, &[h], Attrs::new(), Some(t(&s)), "y", l()).expect("cast")
+        });
+        typed_check(m, vec![rng.uniform(&s, -0.05, 0.05)], 231);
+    }
+    // Through an integer type: piecewise constant, no gradient; y = cast(cast(x, i32)) + x.
+    let m = typed_case(&[t(&s)], &[true], |f, v| {
+        let i = f.push(OpKind::Cast, &[v[0]], Attrs::new(), Some(ity(&s, DType::I32)), "i", l()).expect("cast");
+        let b = f.push(OpKind::Cast, &[i], Attrs::new(), Some(t(&s)), "b", l()).expect("cast");
+        f.push(OpKind::Add, &[b, v[0]], Attrs::new(), None, "y", l()).expect("add")
+    });
+    typed_check(m, vec![rng.uniform(&s, 1.1, 1.9)], 232);
+}
+
+#[test]
+fn fd_cross_entropy() {
+    let mut rng = Rng(24);
+    // Row 2 ignored (-100); labels i64, then i32 with ignore_index 1.
+    let y = ints(&[4], DType::I64, &[2, 0, -100, 4]);
+    let m = one_op(&[t(&[4, 5]), ity(&[4], DType::I64)], &[true, false], OpKind::CrossEntropy, Attrs::new(), None);
+    typed_check(m, vec![rng.uniform(&[4, 5], -2.0, 2.0), y], 241);
+    let y = ints(&[4], DType::I32, &[1, 0, 3, 1]);
+    let at = attrs([("ignore_index", Attr::Int(1))]);
+    let m = one_op(&[t(&[4, 5]), ity(&[4], DType::I32)], &[true, false], OpKind::CrossEntropy, at.clone(), None);
+    typed_check(m, vec![rng.uniform(&[4, 5], -2.0, 2.0), y.clone()], 242);
+    // cross_entropy_grad is linear in its dy (the logits are constants here).
+    let m = one_op(&[t(&[4, 5]), ity(&[4], DType::I32), t(&[])], &[false, false, true], OpKind::CrossEntropyGrad, at, None);
+    typed_check(m, vec![rng.uniform(&[4, 5], -2.0, 2.0), y, rng.uniform(&[], -1.0, 1.0)], 243);
+}
+
+#[test]
+fn cross_entropy_grad_wrt_its_logits_is_a_located_error() {
+    let y = TensorType::new(vec![4], DType::I64);
+    let mut m = one_op(&[t(&[4, 5]), y, t(&[])], &[true, false, false], OpKind::CrossEntropyGrad, Attrs::new(), None);
+    let e = autodiff(&mut m, &AutodiffOptions::default()).expect_err("no second derivative rule");
+    let text = format!("{e}");
+    assert!(text.contains("'ck.cross_entropy_grad'") && text.contains("logits"), "{text}");
 }

@@ -10,7 +10,7 @@
 
 use ckopt_interp::{Tensor, eval_kind};
 use ckopt_ir::testgen::{GenConfig, gen_module};
-use ckopt_ir::{Attr, Attrs, OpKind, TensorType, attrs, infer_type};
+use ckopt_ir::{Attr, Attrs, DType, OpKind, TensorType, attrs, infer_type};
 use ckopt_passes::autodiff::{RULES_BEGIN, RULES_END, rule_doc};
 use std::path::PathBuf;
 
@@ -23,13 +23,35 @@ fn ints(v: &[i64]) -> Attr {
     Attr::IntArray(v.to_vec())
 }
 
-/// A tiny well-typed instance of `k`: operand shapes, attributes, declared
+/// A tiny well-typed instance of `k`: operand types, attributes, declared
 /// result type. Exhaustive, so a new op does not compile until it has one.
-fn tiny(k: OpKind) -> Option<(Vec<Vec<u64>>, Attrs, Option<TensorType>)> {
+fn tiny(k: OpKind) -> Option<(Vec<TensorType>, Attrs, Option<TensorType>)> {
     use OpKind::*;
     let t = |s: &[u64]| TensorType::f32(s.to_vec());
+    let typed = |(shapes, a, d): (Vec<Vec<u64>>, Attrs, Option<TensorType>)| (shapes.into_iter().map(TensorType::f32).collect(), a, d);
     let win = || attrs([("window", ints(&[2, 2]))]);
-    Some(match k {
+    let axis = |v| attrs([("axis", Attr::Int(v))]);
+    let i64t = |s: &[u64]| TensorType::new(s.to_vec(), DType::I64);
+    let i1t = |s: &[u64]| TensorType::new(s.to_vec(), DType::I1);
+    let mixed = match k {
+        Gather => Some((vec![t(&[3, 2]), i64t(&[4])], axis(0), None)),
+        GatherGrad => Some((vec![i64t(&[4]), t(&[4, 2])], axis(0), Some(t(&[3, 2])))),
+        TakeAlong => Some((vec![t(&[3, 2]), i64t(&[3, 1])], axis(1), None)),
+        TakeAlongGrad => Some((vec![i64t(&[3, 1]), t(&[3, 1])], axis(1), Some(t(&[3, 2])))),
+        Eq | Ne | Lt | Le | Gt | Ge => Some((vec![t(&[2, 3]), t(&[2, 3])], Attrs::new(), None)),
+        And | Or => Some((vec![i1t(&[2, 3]), i1t(&[2, 3])], Attrs::new(), None)),
+        Not => Some((vec![i1t(&[2, 3])], Attrs::new(), None)),
+        Select => Some((vec![i1t(&[2, 3]), t(&[2, 3]), t(&[2, 3])], Attrs::new(), None)),
+        Cast => Some((vec![t(&[2, 3])], Attrs::new(), Some(i64t(&[2, 3])))),
+        Iota => Some((vec![], attrs([("dim", Attr::Int(1))]), Some(i64t(&[2, 3])))),
+        CrossEntropy => Some((vec![t(&[3, 2]), i64t(&[3])], Attrs::new(), None)),
+        CrossEntropyGrad => Some((vec![t(&[3, 2]), i64t(&[3]), t(&[])], Attrs::new(), None)),
+        _ => None,
+    };
+    if mixed.is_some() {
+        return mixed;
+    }
+    Some(typed(match k {
         Neg | Exp | Log | Tanh | Sigmoid | Relu | Sqrt | Rsqrt | Erf => (vec![vec![2, 3]], Attrs::new(), None),
         Add | Sub | Mul | Div | Max | ReluGrad => (vec![vec![2, 3], vec![2, 3]], Attrs::new(), None),
         Scale => (vec![vec![2, 3]], attrs([("value", Attr::F32(-2.0))]), None),
@@ -49,24 +71,30 @@ fn tiny(k: OpKind) -> Option<(Vec<Vec<u64>>, Attrs, Option<TensorType>)> {
         MaxPool2dGrad => (vec![vec![1, 1, 4, 4], vec![1, 1, 2, 2]], win(), None),
         AvgPool2dGrad => (vec![vec![1, 1, 2, 2]], win(), Some(t(&[1, 1, 4, 4]))),
         Dropout => (vec![vec![2, 3]], attrs([("rate", Attr::F32(0.5)), ("seed", Attr::Int(7))]), None),
+        Gather | GatherGrad | TakeAlong | TakeAlongGrad | Eq | Ne | Lt | Le | Gt | Ge | And | Or | Not | Select | Cast
+        | Iota | CrossEntropy | CrossEntropyGrad => return None,
         Return => return None,
-    })
+    }))
 }
 
 /// Evaluates the tiny instance of `k` (positive inputs, so log/sqrt/rsqrt/div are finite).
 fn eval_tiny(k: OpKind) -> Result<(), String> {
-    let Some((shapes, a, declared)) = tiny(k) else { return Ok(()) };
-    let types: Vec<TensorType> = shapes.iter().map(|s| TensorType::f32(s.clone())).collect();
+    let Some((types, a, declared)) = tiny(k) else { return Ok(()) };
     let refs: Vec<&TensorType> = types.iter().collect();
     let ty = infer_type(k, &a, &refs, declared.as_ref())
         .map_err(|e| format!("type rule (ir/src/ops.rs infer_type): {}", e.message))?
         .ok_or("type rule gives no result")?;
-    let inputs: Vec<Tensor> = shapes
+    let inputs: Vec<Tensor> = types
         .iter()
-        .map(|s| {
-            let n: u64 = s.iter().product();
-            let data = (0..n).map(|i| 0.5 + 0.125 * (i % 7) as f32).collect();
-            Tensor::new(s.iter().map(|&d| d as usize).collect(), data).unwrap()
+        .map(|ty| {
+            let n: u64 = ty.shape.iter().product();
+            let shape = ty.shape.iter().map(|&d| d as usize).collect();
+            if ty.dtype.is_float() {
+                Tensor::new(shape, (0..n).map(|i| 0.5 + 0.125 * (i % 7) as f32).collect()).unwrap()
+            } else {
+                // Indices and labels 0, 1, 0, 1, ... (in range of every tiny instance); masks alike.
+                Tensor::from_ints(shape, ty.dtype, (0..n).map(|i| (i % 2) as i64).collect()).unwrap()
+            }
         })
         .collect();
     let inrefs: Vec<&Tensor> = inputs.iter().collect();
@@ -79,10 +107,35 @@ fn eval_tiny(k: OpKind) -> Result<(), String> {
 
 /// Whether the random graph generator, allowed only `k`, emits `k`.
 fn generated(k: OpKind) -> bool {
-    let mut cfg = GenConfig { min_ops: 3, max_ops: 3, ..GenConfig::default() };
+    let mut cfg = GenConfig { min_ops: 3, max_ops: 3, ..GenConfig::default().with_int_ops() };
     cfg.exclude = OpKind::ALL.iter().copied().filter(|&o| o != k).collect();
     (0..8u64).any(|seed| gen_module(&cfg, seed).funcs.iter().any(|f| f.body.iter().any(|o| o.kind == k)))
 }
+
+/// Ops the cpu/cuda lowering does not compile yet (integer and bool values
+/// are refused by the kernel layout, f32 only; docs/cpu.md): they have no
+/// backend op case until they are lowered. Shrinks to empty; an op listed
+/// here that has a case is an error (take it off the list).
+const NOT_LOWERED: &[OpKind] = &[
+    OpKind::Gather,
+    OpKind::GatherGrad,
+    OpKind::TakeAlong,
+    OpKind::TakeAlongGrad,
+    OpKind::Eq,
+    OpKind::Ne,
+    OpKind::Lt,
+    OpKind::Le,
+    OpKind::Gt,
+    OpKind::Ge,
+    OpKind::And,
+    OpKind::Or,
+    OpKind::Not,
+    OpKind::Select,
+    OpKind::Cast,
+    OpKind::Iota,
+    OpKind::CrossEntropy,
+    OpKind::CrossEntropyGrad,
+];
 
 /// The rows of docs/autodiff.md's generated table (between the markers).
 fn autodiff_table(doc: &str) -> &str {
@@ -129,7 +182,12 @@ fn every_op_is_in_every_checked_place() {
         if !interp_cases.contains(&variant) {
             miss("interp/tests/ops.rs", &format!("no hand-computed case (no {variant})"));
         }
-        if !backend_cases.contains(&variant) {
+        let has_case = backend_cases.contains(&format!("{variant},")) || backend_cases.contains(&format!("{variant} "));
+        if NOT_LOWERED.contains(&k) {
+            if has_case {
+                miss("passes/tests/op_coverage.rs", &format!("has a backend op case: take it off NOT_LOWERED ({variant})"));
+            }
+        } else if !backend_cases.contains(&variant) {
             miss("lower/src/testcases.rs", &format!("no backend op case (no {variant})"));
         }
     }

@@ -348,6 +348,12 @@ pub fn element(em: &mut Em, f: &Func, op: &Op, ins: &[Mem], idx: &str) -> Result
         Conv2dGradFilter => conv::conv2d_grad_filter(em, &c),
         MaxPool2d | AvgPool2d => conv::pool(em, &c),
         MaxPool2dGrad | AvgPool2dGrad => conv::pool_grad(em, &c),
+        // Their index, label and mask values are integers or i1, which the
+        // layout refuses first (f32 only); an all-f32 cast or iota gets here.
+        Gather | GatherGrad | TakeAlong | TakeAlongGrad | Eq | Ne | Lt | Le | Gt | Ge | And | Or | Not | Select | Cast
+        | Iota | CrossEntropy | CrossEntropyGrad => {
+            Err(c.bad("is not supported by the cpu/cuda lowering yet; run it on the interpreter"))
+        }
         Return => Err(c.bad("has no result to compute")),
     }
 }

@@ -23,8 +23,10 @@
 //! *active* (a float value that depends on a wrt argument through
 //! differentiable operands; integer and bool values never are) and
 //! its op is *useful* (the loss depends on it). Fan-out gradients accumulate
-//! eagerly with `add` (only when a second contribution really arrives, so at
-//! most two partial sums are live); gradients of slices of one value that
+//! eagerly with `add` (only when a second contribution really arrives, and
+//! right after it is emitted, even between the two partials of an op that
+//! reads a value twice such as `matmul(x, x)`: at most two partial sums are
+//! live); gradients of slices of one value that
 //! tile it along one dimension are joined with one `concat` (gaps filled
 //! with zeros) instead of being padded and summed. wrt arguments that do not
 //! reach the loss get `fill 0.0`. Finally a dead-code sweep over the whole
@@ -36,7 +38,8 @@
 //! activations, binary arithmetic, scale, dropout, relu_grad, fill/constant),
 //! `reduce.rs` (reduce_sum, reduce_max), `movement.rs` (broadcast, transpose,
 //! reshape, slice, concat), `conv.rs` (matmul, conv2d, pooling and their
-//! gradient ops). [`rule`] dispatches with an exhaustive match (no wildcard),
+//! gradient ops), `index.rs` (gather, take_along, select, cast,
+//! cross_entropy, and the constants: comparisons, logic, iota). [`rule`] dispatches with an exhaustive match (no wildcard),
 //! so a new `OpKind` does not compile until it has a rule. Each family file
 //! also declares `RULES`, the documented adjoint and what the backward keeps
 //! per op: the one source of the rule table in docs/autodiff.md (which also
@@ -51,8 +54,9 @@
 //! Errors (located, naming the function or op): `func=NAME` missing or not
 //! returning a rank-0 first result, `@NAME_grad` already present for
 //! `func=NAME`, a wrt index out of range or naming an integer/bool argument,
-//! a loss that is not a float, the one op without a rule
-//! (`max_pool2d_grad` with overlapping windows, differentiated w.r.t. its dy).
+//! a loss that is not a float, the two ops without a rule
+//! (`max_pool2d_grad` with overlapping windows, differentiated w.r.t. its dy;
+//! `cross_entropy_grad` differentiated w.r.t. its logits).
 //!
 //! Complexity: O(ops + values) per function (one forward activity sweep, one
 //! backward usefulness sweep, one reverse sweep emitting a constant number of
@@ -64,6 +68,7 @@ mod conv;
 pub(crate) mod doc;
 mod elementwise;
 mod emit;
+mod index;
 mod movement;
 mod reduce;
 #[cfg(test)]
@@ -75,7 +80,7 @@ use crate::manager::{Pass, PassOptions, Statistics};
 use crate::rewrite::remove_dead_ops;
 use ckopt_ir::ops::{ATTR_ARENA_BYTES, ATTR_INPLACE, ATTR_OFFSET};
 use ckopt_ir::{Diag, Diags, Func, Loc, Module, Op, OpKind, ValueId};
-use emit::{Adj, Contrib, Cx, Emitter, add_dense, finalize};
+use emit::{Adj, Contrib, Cx, Emitter, finalize};
 
 /// Suffix of the gradient function's name.
 pub const GRAD_SUFFIX: &str = "_grad";
@@ -224,6 +229,12 @@ pub fn autodiff_with_stats(module: &mut Module, opts: &AutodiffOptions) -> Resul
 pub fn differentiable_operand(kind: OpKind, i: usize) -> bool {
     match kind {
         OpKind::ReluGrad | OpKind::MaxPool2dGrad => i == 1,
+        // Index, label and condition operands are integers or i1: constants.
+        OpKind::GatherGrad | OpKind::TakeAlongGrad => i == 1,
+        OpKind::Gather | OpKind::TakeAlong | OpKind::CrossEntropy => i == 0,
+        OpKind::Select => i != 0,
+        OpKind::CrossEntropyGrad => i != 1,
+        OpKind::Eq | OpKind::Ne | OpKind::Lt | OpKind::Le | OpKind::Gt | OpKind::Ge | OpKind::And | OpKind::Or | OpKind::Not => false,
         OpKind::Return => false,
         _ => true,
     }
@@ -251,11 +262,12 @@ const RETURN_RULES: &[Rule] = &[Rule::new(OpKind::Return, "the seed: `dloss = fi
 
 /// Every documented rule with the file (under `passes/src/autodiff/`) that holds it.
 pub fn rules() -> impl Iterator<Item = (&'static str, &'static Rule)> {
-    let families: [(&'static str, &'static [Rule]); 5] = [
+    let families: [(&'static str, &'static [Rule]); 6] = [
         ("elementwise.rs", elementwise::RULES),
         ("reduce.rs", reduce::RULES),
         ("movement.rs", movement::RULES),
         ("conv.rs", conv::RULES),
+        ("index.rs", index::RULES),
         ("mod.rs", RETURN_RULES),
     ];
     families.into_iter().flat_map(|(file, rs)| rs.iter().map(move |r| (file, r)))
@@ -272,10 +284,10 @@ pub fn rule_doc(kind: OpKind) -> Option<(&'static str, &'static str)> {
 /// the op family's rule. `want[i]` says whether operand i needs a gradient.
 /// Returns (operand index, contribution) for the wanted operands. The match
 /// has no wildcard: a new `OpKind` is a compile error here until it has a rule.
-fn rule(e: &mut Emitter, f: &Func, op: &Op, dy: ValueId, want: &[bool]) -> Result<Vec<(usize, Contrib)>, Diag> {
+fn rule(e: &mut Emitter, f: &Func, op: &Op, dy: ValueId, want: &[bool], adj: &mut [Adj]) -> Result<Vec<(usize, Contrib)>, Diag> {
     use OpKind::*;
-    use {conv as c, elementwise as ew, movement as mv, reduce as rd};
-    let mut cx = Cx::new(e, f, op, dy, want);
+    use {conv as c, elementwise as ew, index as ix, movement as mv, reduce as rd};
+    let mut cx = Cx::new(e, f, op, dy, want, adj);
     let x = &mut cx;
     match op.kind {
         Neg => ew::neg(x),
@@ -311,9 +323,18 @@ fn rule(e: &mut Emitter, f: &Func, op: &Op, dy: ValueId, want: &[bool]) -> Resul
         AvgPool2d => c::avg_pool2d(x),
         MaxPool2dGrad => c::max_pool2d_grad(x),
         AvgPool2dGrad => c::avg_pool2d_grad(x),
+        Gather => ix::gather(x),
+        GatherGrad => ix::gather_grad(x),
+        TakeAlong => ix::take_along(x),
+        TakeAlongGrad => ix::take_along_grad(x),
+        Eq | Ne | Lt | Le | Gt | Ge | And | Or | Not | Iota => ix::constant(x),
+        Select => ix::select(x),
+        Cast => ix::cast(x),
+        CrossEntropy => ix::cross_entropy(x),
+        CrossEntropyGrad => ix::cross_entropy_grad(x),
         Return => Err(Diag::error(op.loc.clone(), "autodiff: internal error: ck.return has no adjoint")),
     }?;
-    Ok(cx.finish())
+    cx.finish()
 }
 
 /// Builds `@NAME_grad` for one function. Returns it with its forward and backward op counts.
@@ -420,13 +441,11 @@ pub fn differentiate(f: &Func, wrt: &Wrt) -> Result<(Func, usize, usize), Diag> 
             .enumerate()
             .map(|(i, o)| active[o.index()] && differentiable_operand(op.kind, i))
             .collect();
-        for (i, c) in rule(&mut e, f, op, dy, &want)? {
+        // Dense contributions are summed into `adj` as the rule emits them.
+        for (i, c) in rule(&mut e, f, op, dy, &want, &mut adj)? {
             let v = op.operands[i];
-            let name = format!("d{}", f.name_of(v));
-            match c {
-                Contrib::Dense(c) => add_dense(&mut e, &mut adj[v.index()], c, &name)?,
-                Contrib::Slice { dy, offsets } => adj[v.index()].slices.push((offsets, dy)),
-            }
+            let Contrib::Slice { dy, offsets } = c;
+            adj[v.index()].slices.push((offsets, dy));
         }
     }
     let mut results = vec![loss];

@@ -1,0 +1,161 @@
+//! Elementwise ONNX ops: binary arithmetic (with ONNX broadcasting made
+//! explicit), Pow with a constant exponent, unary math and activations,
+//! Gelu, HardSigmoid/HardSwish, Identity, Dropout and Cast.
+
+use super::*;
+
+/// The op types converted here.
+pub(super) const OPS: &[&str] = &["Add", "Sub", "Mul", "Div", "Pow", "Relu", "Sigmoid", "Tanh", "Sqrt", "Erf", "Exp", "Log", "Neg", "Gelu", "HardSigmoid", "HardSwish", "Identity", "Dropout", "Cast"];
+
+pub(super) fn convert(imp: &mut Importer<'_>, op: &str, a: &NodeAttrs<'_>, ins: &[Option<Val>], n_out: usize) -> R<Vec<Val>> {
+    let x = inp(imp, ins, 0);
+    let one = |v: ValueId| Ok(vec![Val::Dyn(v)]);
+    match op {
+        "Add" | "Sub" | "Mul" | "Div" => {
+            let (p, q) = (x?, inp(imp, ins, 1)?);
+            let out = broadcast_shapes(&imp.shape(&p), &imp.shape(&q)).map_err(|m| imp.err(m))?;
+            // Multiplying by a constant that is one number everywhere is a scale.
+            if op == "Mul" {
+                for (c, other) in [(&q, &p), (&p, &q)] {
+                    if let Val::Const(t) = c
+                        && let Some(s) = t.splat()
+                    {
+                        let o = imp.dynv(other)?;
+                        let o = imp.bcast(o, &out)?;
+                        return one(imp.scale(o, s)?);
+                    }
+                }
+            }
+            let pa = imp.operand(&p, &out)?;
+            let qa = imp.operand(&q, &out)?;
+            let kind = match op {
+                "Add" => OpKind::Add,
+                "Sub" => OpKind::Sub,
+                "Mul" => OpKind::Mul,
+                _ => OpKind::Div,
+            };
+            one(imp.bin(kind, pa, qa)?)
+        }
+        "Pow" => {
+            let base = x?;
+            let e = inp(imp, ins, 1)?;
+            let ev = imp.known(&e).and_then(|c| c.splat()).ok_or_else(|| imp.err("Pow needs a constant exponent (one number)"))?;
+            let out = broadcast_shapes(&imp.shape(&base), &imp.shape(&e)).map_err(|m| imp.err(m))?;
+            let b = imp.dynv(&base)?;
+            let b = imp.bcast(b, &out)?;
+            match ev {
+                2.0 => one(imp.bin(OpKind::Mul, b, b)?),
+                1.0 => one(b),
+                0.5 => one(imp.un(OpKind::Sqrt, b)?),
+                _ => Err(imp.err(format!("Pow with exponent {ev} is not supported (exponents 1, 2 and 0.5 are)"))),
+            }
+        }
+        "Relu" | "Sigmoid" | "Tanh" | "Sqrt" | "Erf" | "Exp" | "Log" | "Neg" => {
+            let v = imp.dynv(&x?)?;
+            let kind = match op {
+                "Relu" => OpKind::Relu,
+                "Sigmoid" => OpKind::Sigmoid,
+                "Tanh" => OpKind::Tanh,
+                "Sqrt" => OpKind::Sqrt,
+                "Erf" => OpKind::Erf,
+                "Exp" => OpKind::Exp,
+                "Log" => OpKind::Log,
+                _ => OpKind::Neg,
+            };
+            one(imp.un(kind, v)?)
+        }
+        "Gelu" => {
+            let v = imp.dynv(&x?)?;
+            one(gelu(imp, v, a.string("approximate").as_deref().unwrap_or("none"))?)
+        }
+        "HardSigmoid" => {
+            let v = imp.dynv(&x?)?;
+            one(hard_sigmoid(imp, v, a.float("alpha", 0.2), a.float("beta", 0.5))?)
+        }
+        "HardSwish" => {
+            let v = imp.dynv(&x?)?;
+            let h = hard_sigmoid(imp, v, 1.0 / 6.0, 0.5)?;
+            one(imp.bin(OpKind::Mul, v, h)?)
+        }
+        "Identity" => Ok(vec![x?]),
+        "Dropout" => {
+            let xv = x?;
+            // training_mode: input 2 (opset 12+); absent or false = inference = identity.
+            let training = match ins.get(2).cloned().flatten() {
+                None => false,
+                Some(t) => imp.known(&t).and_then(|c| c.as_i64().first().copied()).ok_or_else(|| imp.err("Dropout's training_mode must be a constant"))? != 0,
+            };
+            let shape = imp.shape(&xv);
+            let y = if training {
+                let ratio = match ins.get(1).cloned().flatten() {
+                    Some(r) => imp.known(&r).and_then(|c| c.scalar_f32()).ok_or_else(|| imp.err("Dropout's ratio must be a constant"))?,
+                    None => a.float("ratio", 0.5),
+                };
+                if !(0.0..1.0).contains(&ratio) {
+                    return Err(imp.err(format!("Dropout ratio {ratio} is not in [0, 1)")));
+                }
+                let v = imp.dynv(&xv)?;
+                let seed = a.int("seed", 0);
+                Val::Dyn(imp.push(OpKind::Dropout, &[v], attrs([("rate", Attr::F32(ratio)), ("seed", Attr::Int(seed))]), None)?)
+            } else {
+                xv
+            };
+            if n_out > 1 && training {
+                return Err(imp.err("Dropout's mask output is not supported in training mode"));
+            }
+            let n = shape.iter().product::<u64>() as usize;
+            Ok(vec![y, Val::Const(CTensor::i64(shape, vec![1; n]))])
+        }
+        "Cast" => {
+            let to = a.int("to", 0) as i32;
+            if !dtype::is_float(to) {
+                return Err(imp.err(format!("Cast of a computed tensor to {} is not supported (ck computes in f32)", dtype::name(to))));
+            }
+            Ok(vec![x?])
+        }
+        _ => Err(not_here(imp, op)),
+    }
+}
+
+/// HardSigmoid: `max(0, min(1, alpha x + beta))`, as
+/// `-max(-relu(t), -1)` with `t = alpha x + beta` (existing ck ops, exact in
+/// f32; the gradient follows from autodiff: `alpha` where `0 < t < 1`,
+/// else 0, as PyTorch's). HardSwish is `x * hard_sigmoid(x)` with
+/// `alpha = 1/6`, `beta = 0.5`.
+fn hard_sigmoid(imp: &mut Importer<'_>, x: ValueId, alpha: f32, beta: f32) -> R<ValueId> {
+    let s = imp.ty(x);
+    let ax = imp.scale(x, alpha)?;
+    let b = imp.fill(&s, beta)?;
+    let t = imp.bin(OpKind::Add, ax, b)?;
+    let r = imp.un(OpKind::Relu, t)?;
+    let nr = imp.un(OpKind::Neg, r)?;
+    let m1 = imp.fill(&s, -1.0)?;
+    let m = imp.bin(OpKind::Max, nr, m1)?;
+    imp.un(OpKind::Neg, m)
+}
+
+/// Gelu: `0.5 x (1 + erf(x / sqrt 2))`, or with `approximate = "tanh"`
+/// `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`.
+fn gelu(imp: &mut Importer<'_>, x: ValueId, approximate: &str) -> R<ValueId> {
+    let s = imp.ty(x);
+    let inner = match approximate {
+        "none" => {
+            let t = imp.scale(x, std::f32::consts::FRAC_1_SQRT_2)?;
+            imp.un(OpKind::Erf, t)?
+        }
+        "tanh" => {
+            let x2 = imp.bin(OpKind::Mul, x, x)?;
+            let x3 = imp.bin(OpKind::Mul, x2, x)?;
+            let c = imp.scale(x3, 0.044715)?;
+            let u = imp.bin(OpKind::Add, x, c)?;
+            let k = (2.0f32 / std::f32::consts::PI).sqrt();
+            let v = imp.scale(u, k)?;
+            imp.un(OpKind::Tanh, v)?
+        }
+        other => return Err(imp.err(format!("Gelu approximate='{other}' is not supported (none, tanh)"))),
+    };
+    let one = imp.fill(&s, 1.0)?;
+    let p = imp.bin(OpKind::Add, inner, one)?;
+    let h = imp.scale(x, 0.5)?;
+    imp.bin(OpKind::Mul, h, p)
+}
