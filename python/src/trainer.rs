@@ -303,7 +303,12 @@ impl Trainer {
         Ok(d)
     }
 
-    /// Sets the learning rate of the following steps.
+    /// The learning rate of the next step (settable: the following steps use the new one).
+    #[getter]
+    fn lr(&self) -> f64 {
+        lock(&self.inner).hyperparameters().iter().find(|h| h.0 == "lr").map(|h| f64::from(h.1)).unwrap_or(0.0)
+    }
+
     #[setter]
     fn set_lr(&self, lr: f32) -> PyResult<()> {
         lock(&self.inner).set_hyper("lr", lr).map_err(|e| PyValueError::new_err(e.to_string()))
