@@ -242,6 +242,7 @@ fn train_sigs(m: &Module, funcs: &[&Func]) -> Result<Vec<TrainSig>, Diags> {
             params: sig.params,
             state: sig.state,
             step_key: sig.step_key,
+            hypers: sig.hypers,
         });
     }
     Ok(out)
