@@ -112,6 +112,7 @@ fn every_model_every_mode_bit_identical() {
         (ModelKind::Lstm, GenOptions { depth: Some(2), width: Some(4), batch: Some(2), seq: Some(6), ..Default::default() }),
         (ModelKind::Resnet, GenOptions { depth: Some(3), batch: Some(2), ..Default::default() }),
         (ModelKind::Transformer, GenOptions { depth: Some(2), width: Some(8), batch: Some(2), seq: Some(4), heads: Some(2), ..Default::default() }),
+        (ModelKind::Gpt, GenOptions { depth: Some(3), width: Some(8), batch: Some(2), seq: Some(4), heads: Some(2), vocab: Some(7), ..Default::default() }),
     ];
     for (k, o) in models {
         let m = generate(*k, o).unwrap_or_else(|e| panic!("{}: {e}", k.name()));
