@@ -26,7 +26,7 @@ CUDA_TOOLS_DIR ?= $(HOME)/.cache/ckopt/cuda-nvcc
 export CKOPT_PTXAS ?= $(wildcard $(CUDA_TOOLS_DIR)/nvidia/cuda_nvcc/bin/ptxas)
 export CKOPT_LIBDEVICE ?= $(wildcard $(CUDA_TOOLS_DIR)/nvidia/cuda_nvcc/nvvm/libdevice/libdevice.10.bc)
 
-.PHONY: setup build build-debug test unit lit py py-env demo clean
+.PHONY: setup build build-debug test unit lit py py-env py-torch demo clean
 
 setup:
 	@./scripts/setup.sh
@@ -51,7 +51,15 @@ py: build-debug py-env
 	VIRTUAL_ENV=$(PY_VENV_ABS) $(PY_VENV)/bin/maturin develop --uv -q -m python/Cargo.toml
 	cd python && CKOPT_BIN=$(abspath target/debug) $(PY_VENV_ABS)/bin/python -m pytest -q
 
-test: unit lit py
+# make py-torch: the PyTorch frontend's tests (python/tests_torch) in the
+# same venv, with torch from PyPI added (about 5 GB the first time, then
+# uv's cache: seconds). Only this target installs torch.
+TORCH_SPEC ?= torch==2.15.*
+py-torch: py
+	VIRTUAL_ENV=$(PY_VENV_ABS) uv pip install -q "$(TORCH_SPEC)"
+	cd python/tests_torch && CKOPT_BIN=$(abspath target/debug) $(PY_VENV_ABS)/bin/python -m pytest -q -p no:cacheprovider .
+
+test: unit lit py py-torch
 
 demo: build
 	@./scripts/demo.sh

@@ -64,7 +64,7 @@ fn opts(name: &str, loss: Loss) -> ImportOptions {
 
 #[test]
 fn exported_models_match_onnxruntime_on_cpu() {
-    for name in ["mlp", "cnn", "transformer"] {
+    for name in ["mlp", "cnn", "transformer", "mbv3"] {
         let (m, params) = import_onnx(model(name).join("model.onnx"), opts(name, Loss::None)).unwrap();
         let mut inputs = vec![tensor(&common::tensors(&model(name), "input")[0])];
         inputs.extend(params_tensors(&params).unwrap());
@@ -77,7 +77,7 @@ fn exported_models_match_onnxruntime_on_cpu() {
 
 #[test]
 fn sqrt_remat_training_on_cpu_gives_the_losses_without_remat() {
-    for name in ["cnn", "transformer"] {
+    for name in ["cnn", "transformer", "mbv3"] {
         let (m, params) = import_onnx(model(name).join("model.onnx"), opts(name, Loss::Mse)).unwrap();
         let fname = m.funcs[0].name.clone();
         let x = tensor(&common::tensors(&model(name), "input")[0]);

@@ -94,7 +94,7 @@ pub type Params = Vec<NamedTensor>;
 pub const SUPPORTED_OPS: &[&str] = &[
     "Add", "AveragePool", "BatchNormalization", "Cast", "Concat", "Constant", "ConstantOfShape", "Conv", "Div",
     "Dropout", "Equal", "Erf", "Exp", "Expand", "Flatten", "Gather", "Gelu", "Gemm", "GlobalAveragePool",
-    "GlobalMaxPool", "Identity", "LayerNormalization", "Log", "LogSoftmax", "MatMul", "MaxPool", "Mod", "Mul", "Neg",
+    "GlobalMaxPool", "HardSigmoid", "HardSwish", "Identity", "LayerNormalization", "Log", "LogSoftmax", "MatMul", "MaxPool", "Mod", "Mul", "Neg",
     "Pow", "Range", "ReduceMax", "ReduceMean", "ReduceSum", "Relu", "Reshape", "Shape", "Sigmoid", "Size", "Slice",
     "Softmax", "Split", "Sqrt", "Squeeze", "Sub", "Tanh", "Transpose", "Unsqueeze", "Where",
 ];

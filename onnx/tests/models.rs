@@ -4,7 +4,8 @@
 //!
 //! Properties pinned, per model (an MLP with a dynamic batch dim, a CNN with
 //! BatchNormalization and two residual blocks, a 2-layer transformer
-//! encoder):
+//! encoder, a MobileNetV3-style block with HardSwish and a HardSigmoid
+//! squeeze-excite gate):
 //! - forward: ckopt's outputs equal onnxruntime's within
 //!   |got - want| <= 1e-4 |want| + 1e-5 per element;
 //! - gradients: `@NAME_grad` (mse loss) equals central finite differences
@@ -22,6 +23,8 @@ use ckopt_onnx::{ImportOptions, Loss, NamedTensor, Params, import_file};
 use ckopt_passes::autodiff::{AutodiffOptions, autodiff};
 use std::path::PathBuf;
 
+const MODELS: [&str; 4] = ["mlp", "cnn", "transformer", "mbv3"];
+
 fn model(name: &str) -> PathBuf {
     common::fixtures().join("models").join(name)
 }
@@ -37,7 +40,7 @@ fn import(name: &str, loss: Loss) -> (Module, Params) {
 
 #[test]
 fn forward_matches_onnxruntime() {
-    for name in ["mlp", "cnn", "transformer"] {
+    for name in MODELS {
         let (m, params) = import(name, Loss::None);
         let f = &m.funcs[0];
         let x = common::tensors(&model(name), "input");
@@ -78,7 +81,7 @@ fn mse_inputs(name: &str, m: &Module, params: &Params) -> Vec<Tensor> {
 
 #[test]
 fn gradients_match_finite_differences() {
-    for name in ["mlp", "cnn", "transformer"] {
+    for name in MODELS {
         let (mut m, params) = import(name, Loss::Mse);
         let fname = m.funcs[0].name.clone();
         autodiff(&mut m, &AutodiffOptions::default()).unwrap();
@@ -114,7 +117,7 @@ fn gradients_match_finite_differences() {
 fn sqrt_remat_training_gives_the_same_losses() {
     use ckopt_passes::PassManager;
     let mut recomputed = 0;
-    for name in ["mlp", "cnn", "transformer"] {
+    for name in MODELS {
         let (m, params) = import(name, Loss::Mse);
         let fname = m.funcs[0].name.clone();
         // sqrt keeps no remat when its plan would not lower the peak (a
@@ -151,5 +154,5 @@ fn sqrt_remat_training_gives_the_same_losses() {
         assert_eq!(runs[0], runs[2], "{name}: losses with and without {smallest} differ");
         assert!(runs[0][2] < runs[0][0], "{name}: the loss does not fall: {:?}", runs[0]);
     }
-    assert!(recomputed >= 2, "only {recomputed} of the 3 models were trained with recomputation");
+    assert!(recomputed >= 2, "only {recomputed} of the {} models were trained with recomputation", MODELS.len());
 }

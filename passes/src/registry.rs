@@ -365,6 +365,7 @@ static REGISTRY: &[PassInfo] = &[
             opt("search", Bool, "true", "greedy: run the budget search (no remat, mirror, B=0 and B=sqrt(x*y)*2^(i/2), i=-6..6), keep the best measured plan"),
             opt("threshold", Bytes, "", "greedy with search=false: the threshold B (default: budget, else sqrt(x*y))"),
             opt("k", Int { min: 1 }, "1", "log: boundaries kept per recursion level (fan-out)"),
+            opt("min_gain", Number { min: Bound::Closed(0.0), max: Bound::Open(1.0) }, "0.01", "without budget/device_budget: a plan must lower no remat's temp peak by at least this fraction of it (and by at least align bytes) to be worth its recompute"),
             opt("func", FuncName, "", "only this function (default: every function with a backward)"),
         ],
         statistics: &[

@@ -32,12 +32,16 @@
 //!
 //! With `budget=` every mode checks temp_peak_bytes <= budget after the
 //! rewrite and fails with an error at the function that names the smallest
-//! feasible budget it found. `ck.mirror` values are never kept (recomputed at
-//! their use), `ck.checkpoint` values always kept. Invariants out: results
+//! feasible budget it found. Without a limit, `min_gain` (a fraction of no
+//! remat's peak, at least `align` bytes) is the least saving worth more
+//! recompute ([`pick`]). `ck.mirror` values are never kept from the forward
+//! (a mirror region is recomputed once, right before its first backward
+//! read, and shared by the later reads), `ck.checkpoint` values always kept. Invariants out: results
 //! bit-identical to the input function; legal in-place marks only.
 
 pub mod chain;
 pub mod curve;
+pub mod dag;
 pub mod emit;
 pub mod plan;
 
@@ -86,6 +90,9 @@ pub struct RematOptions {
     pub k: usize,
     /// greedy with `search=false`: the threshold B (default: `budget`, else sqrt(x·y)).
     pub threshold: Option<u64>,
+    /// Without a limit: the least fraction of no remat's temp peak a plan
+    /// must save (and at least `align` bytes) to be chosen over no remat.
+    pub min_gain: f64,
     /// Only this function (without `@`); None: every function.
     pub func: Option<String>,
 }
@@ -174,10 +181,19 @@ pub fn device_bytes(f: &Func, align: u64) -> Result<u64, Diag> {
     Ok(crate::analysis::argument_bytes(f).saturating_add(plan.arena_bytes))
 }
 
-/// The limits a plan must meet.
+/// The limits a plan must meet, and without any, the least saving worth a
+/// recompute.
 struct Limits {
     budget: Option<u64>,
     device: Option<u64>,
+    /// Without a limit: bytes of temp peak a plan must save against no remat.
+    min_gain: u64,
+}
+
+/// The least saving worth a recompute without a limit: `min_gain` of no
+/// remat's temp peak, rounded up, and at least one alignment unit.
+pub fn min_gain_bytes(opts: &RematOptions, none_peak: u64) -> u64 {
+    ((none_peak as f64 * opts.min_gain).ceil() as u64).max(opts.align)
 }
 
 impl Limits {
@@ -191,16 +207,22 @@ impl Limits {
 
 /// The selection rule, the same for every mode: with a limit, the least
 /// recompute among the plans within it (then the lower peak); without, the
-/// lowest peak (then the least recompute). "No remat" is always a candidate
-/// (index 0, zero recompute), so no plan that recomputes without lowering
-/// the peak (or without being needed for a limit) is ever chosen, and among
-/// plans with equal peak the least recompute wins. Ties: the earlier candidate.
+/// least recompute (then the lower peak) among the plans whose peak is
+/// less than `min_gain` bytes above the lowest peak found: a plan is not
+/// worth more recompute than another for saving less than that. "No
+/// remat" is always a candidate (index 0, the least recompute: zero, or
+/// only the `ck.mirror` regions), so no plan that recomputes without
+/// lowering the peak by at least `min_gain` (or without being needed for a
+/// limit) is ever chosen. Ties: the earlier candidate.
 fn pick(cands: &[Candidate], limits: &Limits) -> Option<usize> {
     let idx = (0..cands.len()).filter(|&i| limits.fits(&cands[i]));
     if limits.any() {
         idx.min_by_key(|&i| (cands[i].rflops, cands[i].peak, i))
     } else {
-        idx.min_by_key(|&i| (cands[i].peak, cands[i].rflops, i))
+        let idx: Vec<usize> = idx.collect();
+        let lowest = idx.iter().map(|&i| cands[i].peak).min()?;
+        let near = lowest.saturating_add(limits.min_gain);
+        idx.into_iter().filter(|&i| cands[i].peak < near).min_by_key(|&i| (cands[i].rflops, cands[i].peak, i))
     }
 }
 
@@ -322,8 +344,8 @@ pub fn remat_func(f: &mut Func, opts: &RematOptions) -> Result<Option<RematOutco
     let args = crate::analysis::argument_bytes(f);
     check_device_floor(f, opts, args)?;
     let before = crate::analysis::peak(f, &crate::analysis::liveness(f), false);
-    let limits = Limits { budget: opts.budget, device: opts.device_budget };
     let mut cands = vec![no_remat(f, &ch, before)];
+    let limits = Limits { budget: opts.budget, device: opts.device_budget, min_gain: min_gain_bytes(opts, cands[0].peak) };
     let temp_budget = aim_temp_budget(f, opts, before, &mut cands)?;
     all_candidates(f, &ch, opts, temp_budget, &mut cands);
     if opts.device_budget.is_some() {
@@ -546,6 +568,7 @@ pub fn parse_options(o: &PassOptions) -> Result<RematOptions, OptionError> {
         search: o.flag("search")?,
         k: o.int("k")? as usize,
         threshold: o.bytes("threshold")?,
+        min_gain: o.number("min_gain")?,
         func: o.func_name("func")?,
     })
 }
@@ -555,4 +578,8 @@ pub fn build(o: &PassOptions) -> Result<Box<dyn Pass>, OptionError> {
 }
 
 #[cfg(test)]
+pub(crate) mod families;
+#[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_dag;

@@ -193,7 +193,10 @@ fn dropout_recomputation_reproduces_the_mask() {
         let rf = r.func("mlp_grad").unwrap();
         let recomputed_dropouts =
             rf.body.iter().filter(|o| o.kind == ckopt_ir::OpKind::Dropout && o.has_attr("ck.recompute")).count();
-        assert!(recomputed_dropouts >= 6, "{mode}: dropouts recomputed: {recomputed_dropouts}");
+        // The backward reads 5 of the 6 dropout outputs (the inputs of
+        // layers 2..6; the last one only feeds the loss): each recomputed
+        // once, shared by its reads (a mirror region is recomputed once).
+        assert_eq!(recomputed_dropouts, 5, "{mode}: dropouts recomputed: {recomputed_dropouts}");
         assert_eq!(bits(&run_func(&r, "mlp_grad", &inputs).unwrap()), base, "{mode}: dropout mask changed");
         assert_eq!(bits(&run_arena(&r, "mlp_grad", &inputs)), base, "{mode}: arena run differs");
     }
@@ -246,10 +249,11 @@ fn random_graphs_memory_curve_is_a_reproducible_front() {
 
 /// The selection rule on random graphs, against every greedy plan the memory
 /// curve measured on its own (`greedy search=false threshold=T`, a subset of
-/// the search's candidates): without a limit the search's choice has the
-/// lowest peak and, among equal peaks, the least recompute (no such plan is
-/// lexicographically better in (peak, recompute)); with a budget at any of
-/// those plans' peaks, the choice fits and recomputes no more than it.
+/// the search's candidates): without a limit the search's choice is less
+/// than `min_gain` (1% of no remat's peak, at least 64 bytes) above every
+/// such plan's peak, and no such plan with less recompute has a peak as low
+/// as the choice's; with a budget at any of those plans' peaks, the choice
+/// fits and recomputes no more than it.
 #[test]
 fn random_graphs_greedy_choice_is_lowest_peak_then_least_recompute() {
     use ckopt_passes::remat::curve::memory_curve;
@@ -272,8 +276,11 @@ fn random_graphs_greedy_choice_is_lowest_peak_then_least_recompute() {
         let Some(c) = memory_curve(f) else { continue };
         let chosen = measure(&g, "remat{mode=greedy}").expect("greedy runs without a limit");
         let fixed: Vec<_> = c.measured.iter().filter(|p| p.plan.starts_with("remat{mode=greedy search=false")).collect();
+        let none = measure(&g, "remat{mode=none}").expect("none").0;
+        let gain = none.div_ceil(100).max(64);
         for p in &fixed {
-            assert!(chosen <= (p.peak_bytes, p.recompute_flops), "seed {seed}: greedy chose {chosen:?}, {} gives ({}, {})", p.plan, p.peak_bytes, p.recompute_flops);
+            assert!(chosen.0 < p.peak_bytes + gain, "seed {seed}: greedy chose {chosen:?}, {} gives ({}, {})", p.plan, p.peak_bytes, p.recompute_flops);
+            assert!(p.recompute_flops >= chosen.1 || p.peak_bytes > chosen.0, "seed {seed}: greedy chose {chosen:?}, {} gives ({}, {})", p.plan, p.peak_bytes, p.recompute_flops);
             ties += fixed.iter().filter(|q| q.peak_bytes == p.peak_bytes && q.recompute_flops != p.recompute_flops).count();
             let Some(within) = measure(&g, &format!("remat{{mode=greedy budget={}}}", p.peak_bytes)) else {
                 panic!("seed {seed}: greedy budget={} is infeasible although {} reaches it", p.peak_bytes, p.plan)

@@ -15,7 +15,10 @@ def public(obj):
 
 
 def test_all_is_the_native_modules_public_names():
-    assert set(ckopt.__all__) == public(_ckopt) | {"__version__"}
+    # UnsupportedError is the one pure-Python name (the frontends raise it).
+    assert set(ckopt.__all__) == public(_ckopt) | {"__version__", "UnsupportedError"}
+    assert issubclass(ckopt.UnsupportedError, ckopt.Error)
+    assert ckopt.UnsupportedError("aten.cumsum.default", "m.py:3").op == "aten.cumsum.default"
     assert ckopt.__version__ == "0.1.0"
     assert (pathlib.Path(ckopt.__file__).parent / "py.typed").exists()
 

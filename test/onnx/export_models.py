@@ -10,12 +10,21 @@ Models (a few KB each; the batch dimension is dynamic, so the import needs
 --batch): `mlp` (Linear-ReLU-Linear-Tanh-Linear), `cnn` (conv stem with BatchNorm,
 two residual blocks, max pool, global average pool, linear classifier),
 `transformer` (nn.TransformerEncoder: 2 layers, d_model 8, 2 heads, GELU
-feed-forward, LayerNorm; then mean over the sequence and a linear head).
+feed-forward, LayerNorm; then mean over the sequence and a linear head),
+`mbv3` (a MobileNetV3-style inverted residual block as timm builds it, but
+with a dense 3x3 convolution: ckopt converts group=1 only; 1x1 expand +
+BatchNorm + HardSwish, 3x3 conv + BatchNorm + HardSwish, squeeze-excite
+with ReLU and HardSigmoid, 1x1 project + BatchNorm, residual; then global
+average pool and a linear head).
+
+`export_models.py NAME...` exports only the named models (the others'
+committed fixtures stay as they are).
 
 Needs torch, onnx, onnxruntime (scripts/onnx-env.sh --torch). Run from the
 repository root: ~/.cache/ckopt/onnx-venv/bin/python test/onnx/export_models.py
 """
 import os
+import sys
 
 import numpy as np
 import onnx
@@ -76,6 +85,35 @@ class Encoder(nn.Module):
         return self.head(self.encoder(x).mean(dim=1))
 
 
+class Mbv3Block(nn.Module):
+    def __init__(self, c=4, e=8, se=4):
+        super().__init__()
+        self.expand, self.bn1 = nn.Conv2d(c, e, 1, bias=False), nn.BatchNorm2d(e)
+        self.conv, self.bn2 = nn.Conv2d(e, e, 3, padding=1, bias=False), nn.BatchNorm2d(e)
+        self.se_reduce, self.se_expand = nn.Conv2d(e, se, 1), nn.Conv2d(se, e, 1)
+        self.project, self.bn3 = nn.Conv2d(e, c, 1, bias=False), nn.BatchNorm2d(c)
+        self.act, self.gate = nn.Hardswish(), nn.Hardsigmoid()
+
+    def forward(self, x):
+        y = self.act(self.bn1(self.expand(x)))
+        y = self.act(self.bn2(self.conv(y)))
+        s = nn.functional.adaptive_avg_pool2d(y, 1)
+        y = y * self.gate(self.se_expand(torch.relu(self.se_reduce(s))))
+        return x + self.bn3(self.project(y))
+
+
+class Mbv3(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem, self.bn, self.act = nn.Conv2d(3, 4, 3, padding=1, bias=False), nn.BatchNorm2d(4), nn.Hardswish()
+        self.block = Mbv3Block()
+        self.head = nn.Linear(4, 5)
+
+    def forward(self, x):
+        x = self.block(self.act(self.bn(self.stem(x))))
+        return self.head(nn.functional.adaptive_avg_pool2d(x, 1).flatten(1))
+
+
 def randomize_bn(model, gen):
     # Non-trivial running statistics, so the import must use the file's values.
     for m in model.modules():
@@ -106,20 +144,36 @@ def export(name, model, x, dynamic_batch=False, fold=True):
     print(f"{name}: {os.path.getsize(path)} bytes, ops {ops}")
 
 
-def main():
+def main(names):
+    want = lambda n: not names or n in names
     gen = torch.Generator().manual_seed(0)
     torch.manual_seed(0)
-    export("mlp", Mlp(), torch.randn(4, 6, generator=gen), dynamic_batch=True)
+    # Every model is built (and the generator advanced) in the same order
+    # whichever are exported, so each fixture's weights and inputs do not
+    # depend on the selection.
+    mlp, x = Mlp(), torch.randn(4, 6, generator=gen)
+    if want("mlp"):
+        export("mlp", mlp, x, dynamic_batch=True)
     cnn = Cnn()
     with torch.no_grad():
         randomize_bn(cnn, gen)
+    x = torch.randn(2, 3, 8, 8, generator=gen)
     # Without constant folding the exporter keeps BatchNormalization nodes
     # (folding would merge them into the convolutions).
-    export("cnn", cnn, torch.randn(2, 3, 8, 8, generator=gen), dynamic_batch=True, fold=False)
-    export("transformer", Encoder(), torch.randn(2, 5, 8, generator=gen), dynamic_batch=True)
+    if want("cnn"):
+        export("cnn", cnn, x, dynamic_batch=True, fold=False)
+    enc, x = Encoder(), torch.randn(2, 5, 8, generator=gen)
+    if want("transformer"):
+        export("transformer", enc, x, dynamic_batch=True)
+    mbv3 = Mbv3()
+    with torch.no_grad():
+        randomize_bn(mbv3, gen)
+    x = torch.randn(2, 3, 6, 6, generator=gen) * 2.0  # wide enough to reach both HardSwish corners
+    if want("mbv3"):
+        export("mbv3", mbv3, x, dynamic_batch=True, fold=False)
 
 
 if __name__ == "__main__":
     # Not under no_grad: with grad enabled PyTorch keeps TransformerEncoderLayer
     # on its composite path (the fused inference kernel has no ONNX export).
-    main()
+    main(set(sys.argv[1:]))

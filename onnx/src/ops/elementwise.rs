@@ -1,11 +1,11 @@
 //! Elementwise ONNX ops: binary arithmetic (with ONNX broadcasting made
 //! explicit), Pow with a constant exponent, unary math and activations,
-//! Gelu, Identity, Dropout and Cast.
+//! Gelu, HardSigmoid/HardSwish, Identity, Dropout and Cast.
 
 use super::*;
 
 /// The op types converted here.
-pub(super) const OPS: &[&str] = &["Add", "Sub", "Mul", "Div", "Pow", "Relu", "Sigmoid", "Tanh", "Sqrt", "Erf", "Exp", "Log", "Neg", "Gelu", "Identity", "Dropout", "Cast"];
+pub(super) const OPS: &[&str] = &["Add", "Sub", "Mul", "Div", "Pow", "Relu", "Sigmoid", "Tanh", "Sqrt", "Erf", "Exp", "Log", "Neg", "Gelu", "HardSigmoid", "HardSwish", "Identity", "Dropout", "Cast"];
 
 pub(super) fn convert(imp: &mut Importer<'_>, op: &str, a: &NodeAttrs<'_>, ins: &[Option<Val>], n_out: usize) -> R<Vec<Val>> {
     let x = inp(imp, ins, 0);
@@ -68,6 +68,15 @@ pub(super) fn convert(imp: &mut Importer<'_>, op: &str, a: &NodeAttrs<'_>, ins: 
             let v = imp.dynv(&x?)?;
             one(gelu(imp, v, a.string("approximate").as_deref().unwrap_or("none"))?)
         }
+        "HardSigmoid" => {
+            let v = imp.dynv(&x?)?;
+            one(hard_sigmoid(imp, v, a.float("alpha", 0.2), a.float("beta", 0.5))?)
+        }
+        "HardSwish" => {
+            let v = imp.dynv(&x?)?;
+            let h = hard_sigmoid(imp, v, 1.0 / 6.0, 0.5)?;
+            one(imp.bin(OpKind::Mul, v, h)?)
+        }
         "Identity" => Ok(vec![x?]),
         "Dropout" => {
             let xv = x?;
@@ -106,6 +115,23 @@ pub(super) fn convert(imp: &mut Importer<'_>, op: &str, a: &NodeAttrs<'_>, ins: 
         }
         _ => Err(not_here(imp, op)),
     }
+}
+
+/// HardSigmoid: `max(0, min(1, alpha x + beta))`, as
+/// `-max(-relu(t), -1)` with `t = alpha x + beta` (existing ck ops, exact in
+/// f32; the gradient follows from autodiff: `alpha` where `0 < t < 1`,
+/// else 0, as PyTorch's). HardSwish is `x * hard_sigmoid(x)` with
+/// `alpha = 1/6`, `beta = 0.5`.
+fn hard_sigmoid(imp: &mut Importer<'_>, x: ValueId, alpha: f32, beta: f32) -> R<ValueId> {
+    let s = imp.ty(x);
+    let ax = imp.scale(x, alpha)?;
+    let b = imp.fill(&s, beta)?;
+    let t = imp.bin(OpKind::Add, ax, b)?;
+    let r = imp.un(OpKind::Relu, t)?;
+    let nr = imp.un(OpKind::Neg, r)?;
+    let m1 = imp.fill(&s, -1.0)?;
+    let m = imp.bin(OpKind::Max, nr, m1)?;
+    imp.un(OpKind::Neg, m)
 }
 
 /// Gelu: `0.5 x (1 + erf(x / sqrt 2))`, or with `approximate = "tanh"`

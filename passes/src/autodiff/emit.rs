@@ -5,9 +5,9 @@
 
 use ckopt_ir::{Attr, Attrs, Diag, Func, Loc, Op, OpKind, TensorType, ValueId};
 
-/// A partial gradient of one value.
+/// A partial gradient of one value that is not summed at once (dense partials
+/// go straight into the value's [`Adj`]).
 pub(super) enum Contrib {
-    Dense(ValueId),
     /// A gradient for the window at `offsets` of the value (shape of `dy`).
     Slice { dy: ValueId, offsets: Vec<u64> },
 }
@@ -111,12 +111,17 @@ pub(super) struct Cx<'e, 'g, 'f> {
     pub(super) op: &'f Op,
     pub(super) dy: ValueId,
     want: &'f [bool],
+    /// The accumulators of every forward value: dense contributions are summed
+    /// into them as soon as they are emitted (eager fan-out accumulation).
+    adj: &'e mut [Adj],
     out: Vec<(usize, Contrib)>,
+    /// The first error of an eager `add` (reported by [`Cx::finish`]).
+    err: Option<Diag>,
 }
 
 impl<'e, 'g, 'f> Cx<'e, 'g, 'f> {
-    pub(super) fn new(e: &'e mut Emitter<'g>, f: &'f Func, op: &'f Op, dy: ValueId, want: &'f [bool]) -> Self {
-        Cx { e, f, op, dy, want, out: Vec::new() }
+    pub(super) fn new(e: &'e mut Emitter<'g>, f: &'f Func, op: &'f Op, dy: ValueId, want: &'f [bool], adj: &'e mut [Adj]) -> Self {
+        Cx { e, f, op, dy, want, adj, out: Vec::new(), err: None }
     }
     /// Operand `i` of the forward op.
     pub(super) fn x(&self, i: usize) -> ValueId {
@@ -142,18 +147,32 @@ impl<'e, 'g, 'f> Cx<'e, 'g, 'f> {
     pub(super) fn dims_attr(&self, name: &str) -> Vec<usize> {
         self.op.attrs.get(name).and_then(Attr::as_ints).unwrap_or(&[]).iter().map(|&d| d as usize).collect()
     }
-    /// A dense contribution `v` to operand `i`'s gradient.
+    /// A dense contribution `v` to operand `i`'s gradient, summed into its
+    /// accumulator right away (one `add` when a partial sum already exists),
+    /// so a value used twice by one op (`matmul(x, x)`) never holds three
+    /// partial gradients at once.
     pub(super) fn dense(&mut self, i: usize, v: ValueId) {
-        self.out.push((i, Contrib::Dense(v)));
+        if !self.w(i) || self.err.is_some() {
+            return;
+        }
+        let x = self.op.operands[i];
+        let name = format!("d{}", self.f.name_of(x));
+        if let Err(d) = add_dense(self.e, &mut self.adj[x.index()], v, &name) {
+            self.err = Some(d);
+        }
     }
     /// A contribution for the window at `offsets` of operand `i`.
     pub(super) fn slice(&mut self, i: usize, dy: ValueId, offsets: Vec<u64>) {
         self.out.push((i, Contrib::Slice { dy, offsets }));
     }
-    /// The contributions to the operands that want a gradient.
-    pub(super) fn finish(self) -> Vec<(usize, Contrib)> {
+    /// The slice contributions to the operands that want a gradient (dense
+    /// ones are already summed), or the first error of an eager `add`.
+    pub(super) fn finish(self) -> Result<Vec<(usize, Contrib)>, Diag> {
+        if let Some(d) = self.err {
+            return Err(d);
+        }
         let want = self.want;
-        self.out.into_iter().filter(|(i, _)| want.get(*i).copied().unwrap_or(false)).collect()
+        Ok(self.out.into_iter().filter(|(i, _)| want.get(*i).copied().unwrap_or(false)).collect())
     }
 }
 

@@ -23,8 +23,10 @@
 //! *active* (a float value that depends on a wrt argument through
 //! differentiable operands; integer and bool values never are) and
 //! its op is *useful* (the loss depends on it). Fan-out gradients accumulate
-//! eagerly with `add` (only when a second contribution really arrives, so at
-//! most two partial sums are live); gradients of slices of one value that
+//! eagerly with `add` (only when a second contribution really arrives, and
+//! right after it is emitted, even between the two partials of an op that
+//! reads a value twice such as `matmul(x, x)`: at most two partial sums are
+//! live); gradients of slices of one value that
 //! tile it along one dimension are joined with one `concat` (gaps filled
 //! with zeros) instead of being padded and summed. wrt arguments that do not
 //! reach the loss get `fill 0.0`. Finally a dead-code sweep over the whole
@@ -78,7 +80,7 @@ use crate::manager::{Pass, PassOptions, Statistics};
 use crate::rewrite::remove_dead_ops;
 use ckopt_ir::ops::{ATTR_ARENA_BYTES, ATTR_INPLACE, ATTR_OFFSET};
 use ckopt_ir::{Diag, Diags, Func, Loc, Module, Op, OpKind, ValueId};
-use emit::{Adj, Contrib, Cx, Emitter, add_dense, finalize};
+use emit::{Adj, Contrib, Cx, Emitter, finalize};
 
 /// Suffix of the gradient function's name.
 pub const GRAD_SUFFIX: &str = "_grad";
@@ -282,10 +284,10 @@ pub fn rule_doc(kind: OpKind) -> Option<(&'static str, &'static str)> {
 /// the op family's rule. `want[i]` says whether operand i needs a gradient.
 /// Returns (operand index, contribution) for the wanted operands. The match
 /// has no wildcard: a new `OpKind` is a compile error here until it has a rule.
-fn rule(e: &mut Emitter, f: &Func, op: &Op, dy: ValueId, want: &[bool]) -> Result<Vec<(usize, Contrib)>, Diag> {
+fn rule(e: &mut Emitter, f: &Func, op: &Op, dy: ValueId, want: &[bool], adj: &mut [Adj]) -> Result<Vec<(usize, Contrib)>, Diag> {
     use OpKind::*;
     use {conv as c, elementwise as ew, index as ix, movement as mv, reduce as rd};
-    let mut cx = Cx::new(e, f, op, dy, want);
+    let mut cx = Cx::new(e, f, op, dy, want, adj);
     let x = &mut cx;
     match op.kind {
         Neg => ew::neg(x),
@@ -332,7 +334,7 @@ fn rule(e: &mut Emitter, f: &Func, op: &Op, dy: ValueId, want: &[bool]) -> Resul
         CrossEntropyGrad => ix::cross_entropy_grad(x),
         Return => Err(Diag::error(op.loc.clone(), "autodiff: internal error: ck.return has no adjoint")),
     }?;
-    Ok(cx.finish())
+    cx.finish()
 }
 
 /// Builds `@NAME_grad` for one function. Returns it with its forward and backward op counts.
@@ -439,13 +441,11 @@ pub fn differentiate(f: &Func, wrt: &Wrt) -> Result<(Func, usize, usize), Diag> 
             .enumerate()
             .map(|(i, o)| active[o.index()] && differentiable_operand(op.kind, i))
             .collect();
-        for (i, c) in rule(&mut e, f, op, dy, &want)? {
+        // Dense contributions are summed into `adj` as the rule emits them.
+        for (i, c) in rule(&mut e, f, op, dy, &want, &mut adj)? {
             let v = op.operands[i];
-            let name = format!("d{}", f.name_of(v));
-            match c {
-                Contrib::Dense(c) => add_dense(&mut e, &mut adj[v.index()], c, &name)?,
-                Contrib::Slice { dy, offsets } => adj[v.index()].slices.push((offsets, dy)),
-            }
+            let Contrib::Slice { dy, offsets } = c;
+            adj[v.index()].slices.push((offsets, dy));
         }
     }
     let mut results = vec![loss];

@@ -293,3 +293,50 @@ fn integer_arguments_are_never_differentiated() {
     assert!(!has_scalar_loss(&h));
     assert!(differentiate(&h, &Wrt::All).unwrap_err().message.contains("a loss must be a float scalar"));
 }
+
+/// Self-attention's self-product: `s = x·xᵀ`, `o = tanh(s)·x`, so `x` gets
+/// three partial gradients (one from `o`, two from `s`), 1 MiB each.
+fn self_product() -> Module {
+    let mut f = Func::new("attn", l());
+    let inp = f.add_param("inp", t(&[512, 512]), false);
+    let w = f.add_param("w", t(&[512, 512]), true);
+    let x = f.push(OpKind::Matmul, &[inp, w], Attrs::new(), None, "x", l()).unwrap();
+    let s = f.push(OpKind::Matmul, &[x, x], attrs([("transpose_b", Attr::Bool(true))]), None, "s", l()).unwrap();
+    let a = f.push(OpKind::Tanh, &[s], Attrs::new(), None, "a", l()).unwrap();
+    let o = f.push(OpKind::Matmul, &[a, x], Attrs::new(), None, "o", l()).unwrap();
+    let loss = f.push(OpKind::ReduceSum, &[o], attrs([("dims", Attr::IntArray(vec![0, 1]))]), None, "loss", l()).unwrap();
+    f.push_return(&[loss], l());
+    Module { funcs: vec![f] }
+}
+
+#[test]
+fn fan_out_of_a_self_product_is_summed_as_soon_as_two_partials_exist() {
+    let mut m = self_product();
+    autodiff(&mut m, &AutodiffOptions::default()).unwrap();
+    verify_module(&m).unwrap();
+    let g = m.func("attn_grad").unwrap().clone();
+    let x = g.body.iter().find(|o| g.name_of(o.result.unwrap()) == "x").unwrap().result.unwrap();
+    // The partial gradients of x: matmuls reading x whose result is named dx.
+    let is_dx = |o: &Op| o.result.is_some_and(|r| g.name_of(r) == "dx");
+    let partials: Vec<usize> = (0..g.body.len()).filter(|&i| g.body[i].kind == OpKind::Matmul && is_dx(&g.body[i])).collect();
+    let adds: Vec<usize> = (0..g.body.len()).filter(|&i| g.body[i].kind == OpKind::Add && is_dx(&g.body[i])).collect();
+    assert_eq!((partials.len(), adds.len()), (3, 2), "three partials of x, two adds");
+    assert!(g.body[partials[1]].operands.contains(&x) && g.body[partials[2]].operands.contains(&x));
+    // Eager: the first add comes before the self-product's second partial.
+    assert!(adds[0] < partials[2], "adds at {adds:?}, partials at {partials:?}");
+    // Live bytes around the self-product's backward (its two partials and the
+    // adds), with the adds in place (as `inplace` marks them).
+    let window = |f: &Func| {
+        let mut f = f.clone();
+        crate::inplace::mark_inplace_greedy(&mut f);
+        let tl = crate::analysis::live_bytes_timeline(&f, &crate::analysis::liveness(&f), false);
+        tl[partials[1]..=partials[2] + 1].iter().copied().max().unwrap()
+    };
+    // The schedule summing only after both of the self-product's partials
+    // exist (the add moved down a line) holds three partials at once: 1 MiB more.
+    let mut late = g.clone();
+    let add = late.body.remove(adds[0]);
+    late.body.insert(partials[2], add);
+    verify_module(&Module { funcs: vec![late.clone()] }).unwrap();
+    assert_eq!(window(&late), window(&g) + (1 << 20), "eager {} late {}", window(&g), window(&late));
+}

@@ -17,10 +17,16 @@
 //! recompute strictly falls along it). `min_feasible_bytes` is the lowest
 //! peak of any plan (the first point).
 //!
+//! `ck.mirror`/`ck.checkpoint` are honoured by every point: where the
+//! backward reads a mirror value, "no remat" is the plan that recomputes
+//! only the mirror regions (each once) and keeps everything else, written
+//! `remat{mode=greedy budget=PEAK}` (the least recompute within its own
+//! peak), since `remat{mode=none}` changes nothing and would keep them.
+//!
 //! Invariants: no point of `points` is dominated by a measured plan; peaks
 //! strictly increase and recompute strictly decreases along `points`; the
-//! last point is no remat (zero recompute) unless the function has no
-//! backward. Cost: about 30 remat runs (each one rewrite plus liveness per
+//! last point is no remat (zero recompute, or only the mirror regions')
+//! unless the function has no backward. Cost: about 30 remat runs (each one rewrite plus liveness per
 //! plan it measures; `optimal` builds its DP table per budget).
 
 use super::{RematOptions, remat_func};
@@ -97,15 +103,26 @@ pub fn memory_curve(f: &Func) -> Option<Curve> {
     if !ch.has_backward || ch.is_empty() {
         return None;
     }
-    let mut texts: Vec<String> = ["none", "sqrt", "log k=1", "log k=2", "log k=4", "greedy"]
+    let mut texts: Vec<String> = ["sqrt", "log k=1", "log k=2", "log k=4", "greedy"]
         .iter()
         .map(|m| format!("remat{{mode={m}}}"))
         .collect();
+    // No remat. With `ck.mirror` values the backward reads, `remat{mode=none}`
+    // would keep them (it changes nothing), which no other run does: the
+    // point is then the plan that keeps everything else, reproduced by a
+    // budgeted run at its peak (the least recompute within that budget).
+    let none_cand = super::no_remat(f, &ch, peak(f, &liveness(f), false));
+    let none_text = if none_cand.em.is_some() {
+        format!("remat{{mode=greedy budget={}}}", super::round_size(none_cand.peak).0)
+    } else {
+        "remat{mode=none}".to_string()
+    };
+    texts.insert(0, none_text.clone());
     for b in super::greedy_thresholds(&ch) {
         texts.push(format!("remat{{mode=greedy search=false threshold={}}}", super::round_size(b).0));
     }
     let mut measured: Vec<CurvePoint> = texts.iter().filter_map(|t| measure(f, t)).collect();
-    let none_peak = peak(f, &liveness(f), false);
+    let none_peak = measured.iter().find(|p| p.plan == none_text).map_or(none_cand.peak, |p| p.peak_bytes);
     let lo = measured.iter().map(|p| p.peak_bytes).min().unwrap_or(none_peak);
     // optimal swept over budgets from the smallest peak found up to no remat
     const STEPS: u64 = 16;

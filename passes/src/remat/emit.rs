@@ -40,6 +40,13 @@ pub enum Strategy {
     /// Keep exactly these values (plus the forced ones); every other needed
     /// value is recomputed on demand right before its first backward use.
     Keep(Vec<bool>),
+    /// Keep these values; every other needed value is recomputed on demand
+    /// right before its first backward use, and every needed value such a
+    /// recomputation produces on the way is kept from there until its own
+    /// last backward use (the dropped region is recomputed once per backward
+    /// region, as torch.utils.checkpoint does; on independent branches: each
+    /// branch recomputed right before its own backward).
+    KeepShared(Vec<bool>),
 }
 
 /// The rewritten function and what the rewrite did.
@@ -153,7 +160,7 @@ pub fn apply(f: &Func, ch: &Chain, strat: &Strategy) -> Emitted {
                 em.walk(plan, 0, ch.len(), usize::MAX, true);
             }
         }
-        Strategy::Keep(k) => {
+        Strategy::Keep(k) | Strategy::KeepShared(k) => {
             for (v, &b) in k.iter().enumerate().take(nv) {
                 if b && !ch.mirror[v] {
                     em.keep[v] = true;
@@ -161,6 +168,7 @@ pub fn apply(f: &Func, ch: &Chain, strat: &Strategy) -> Emitted {
             }
         }
     }
+    let share_all = matches!(strat, Strategy::KeepShared(_));
     let Emitter { keep, mut actions, .. } = em;
     // Place every block as late as possible: right before the first backward
     // read of its targets, but never after a block generated later (which
@@ -178,7 +186,7 @@ pub fn apply(f: &Func, ch: &Chain, strat: &Strategy) -> Emitted {
     let mut out = f.clone();
     out.body = Vec::with_capacity(f.body.len() * 2);
     let mut env: Vec<Option<ValueId>> = (0..nv).map(|v| if keep[v] { Some(ValueId(v as u32)) } else { None }).collect();
-    let mut b = Builder { src, ch, out: &mut out, env: &mut env, local: vec![None; nv], mark: vec![false; nv], clones: 0 };
+    let mut b = Builder { src, ch, out: &mut out, env: &mut env, local: vec![None; nv], mark: vec![false; nv], clones: 0, share_all };
     let mut on_demand = 0usize;
     let mut ai = 0usize;
     for (i, op) in src.body.iter().enumerate() {
@@ -219,6 +227,8 @@ struct Builder<'a> {
     local: Vec<Option<ValueId>>,
     mark: Vec<bool>,
     clones: usize,
+    /// Register every needed value a block clones, not only its targets.
+    share_all: bool,
 }
 
 impl Builder<'_> {
@@ -268,10 +278,19 @@ impl Builder<'_> {
             self.clones += 1;
         }
         for &t in targets {
-            if let Some(c) = self.local[t.index()]
-                && (!self.ch.mirror[t.index()] || targets.len() == 1)
-            {
+            if let Some(c) = self.local[t.index()] {
                 self.env[t.index()] = Some(c);
+            }
+        }
+        // A `ck.mirror` region is recomputed once per backward region: the
+        // needed mirror values this block produced on the way stay available
+        // to later backward reads (instead of one recomputation per read).
+        for &v in &touched {
+            let i = v.index();
+            if self.ch.needed[i] && (self.share_all || self.ch.mirror[i])
+                && let Some(c) = self.local[i]
+            {
+                self.env[i] = Some(c);
             }
         }
         for v in touched {

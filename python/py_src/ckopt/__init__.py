@@ -42,6 +42,23 @@ from ckopt._ckopt import (
     parse,
 )
 
+
+
+class UnsupportedError(Error):
+    """An op or construct a frontend cannot translate to ck (raised by
+    ``ckopt.torch.compile`` before anything runs): ``.op`` names it (the ATen
+    overload, e.g. ``"aten.cumsum.default"``), ``.source`` is the user's
+    ``file:line`` where known (else ``None``)."""
+
+    def __init__(self, op, source=None, reason=""):
+        self.op = op
+        self.source = source
+        self.reason = reason
+        where = f" at {source}" if source else ""
+        why = f": {reason}" if reason else ""
+        super().__init__(f"unsupported {op}{where}{why}")
+
+
 __all__ = [
     "ArgumentError",
     "CompileError",
@@ -57,6 +74,7 @@ __all__ = [
     "PassError",
     "RunError",
     "Trainer",
+    "UnsupportedError",
     "__version__",
     "gen",
     "import_onnx",

@@ -44,7 +44,7 @@
 // RUN: not ckopt-opt %s --pass-pipeline='remat{k=0}' 2>&1 | FileCheck %s --check-prefix=K
 // K: error: option 'k' of pass 'remat' must be at least 1
 // RUN: not ckopt-opt %s --pass-pipeline='remat{fanout=2}' 2>&1 | FileCheck %s --check-prefix=UNKNOWN
-// UNKNOWN: error: pass 'remat' has no option 'fanout'; valid options: mode, budget, device_budget, align, search, threshold, k, func
+// UNKNOWN: error: pass 'remat' has no option 'fanout'; valid options: mode, budget, device_budget, align, search, threshold, k, min_gain, func
 
 module {
   func.func @mlp(%x: tensor<2x4xf32>, %target: tensor<2x4xf32>, %w0: tensor<4x4xf32> {ck.param}, %b0: tensor<4xf32> {ck.param}, %w1: tensor<4x4xf32> {ck.param}, %b1: tensor<4xf32> {ck.param}, %w2: tensor<4x4xf32> {ck.param}, %b2: tensor<4xf32> {ck.param}, %w3: tensor<4x4xf32> {ck.param}, %b3: tensor<4xf32> {ck.param}, %w4: tensor<4x4xf32> {ck.param}, %b4: tensor<4xf32> {ck.param}, %w5: tensor<4x4xf32> {ck.param}, %b5: tensor<4xf32> {ck.param}) -> tensor<f32> {

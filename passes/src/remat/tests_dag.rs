@@ -1,0 +1,126 @@
+//! Remat on general graphs (issue 21): the test families of `families.rs`.
+
+use super::families::*;
+use super::*;
+
+
+fn try_run(f: &Func, o: &RematOptions) -> Result<(Func, RematOutcome), String> {
+    let mut g = f.clone();
+    match remat_func(&mut g, o) {
+        Ok(Some(out)) => Ok((g, out)),
+        Ok(None) => Err("nothing to do".into()),
+        Err(d) => Err(d.message),
+    }
+}
+
+fn o(mode: Mode, budget: Option<u64>) -> RematOptions {
+    RematOptions { mode, budget, ..Default::default() }
+}
+
+/// `ck.recompute` clones of `kind` in `g`.
+fn clones_of(g: &Func, kind: ckopt_ir::OpKind) -> usize {
+    g.body.iter().filter(|op| op.kind == kind && op.has_attr(ckopt_ir::ops::ATTR_RECOMPUTE)).count()
+}
+
+/// Whether a backward op of `g` reads an original (not recomputed) value
+/// defined by a `ck.mirror` op.
+fn reads_a_mirror_value(g: &Func) -> bool {
+    let mirror: Vec<ckopt_ir::ValueId> =
+        g.body.iter().filter(|op| op.has_attr(ckopt_ir::ops::ATTR_MIRROR)).filter_map(|op| op.result).collect();
+    let ph = crate::analysis::op_phases(g);
+    g.body.iter().zip(&ph).any(|(op, p)| *p != crate::analysis::Phase::Forward && !op.has_attr(ckopt_ir::ops::ATTR_RECOMPUTE) && op.operands.iter().any(|v| mirror.contains(v)))
+}
+
+fn same_results(f: &Func, g: &Func) {
+    ckopt_ir::verify_module(&Module { funcs: vec![g.clone()] }).unwrap_or_else(|e| panic!("remat output does not verify: {e}"));
+    assert_eq!(super::tests::result_exprs(f), super::tests::result_exprs(g), "results differ structurally");
+}
+
+/// Without a budget a plan must save at least `min_gain` (1% of no remat's
+/// peak by default, and at least `align` bytes) over any plan with less
+/// recompute: on one two-layer branch, sqrt and greedy lower the peak by 4
+/// bytes (the scalar loss) for a recomputed matmul.
+#[test]
+fn tiny_gain_is_not_worth_its_recompute() {
+    let f = grad_of(&wide_branches(1, 2, 64, 64, false));
+    for mode in [Mode::Sqrt, Mode::Greedy] {
+        let (_, any) = try_run(&f, &RematOptions { min_gain: 0.0, align: 1, ..o(mode, None) }).unwrap();
+        assert_eq!(any.temp_peak_before - any.temp_peak_after, 4, "{mode:?}: {any:?}");
+        assert!(any.recompute_flops > 0);
+        let (g, def) = try_run(&f, &o(mode, None)).unwrap();
+        assert_eq!((def.plan.as_str(), def.recompute_flops, def.temp_peak_after), ("none", 0, def.temp_peak_before), "{mode:?}");
+        assert_eq!(g, f);
+    }
+    // Between two plans: greedy on a three-layer log chain finds a peak 4
+    // bytes lower than sqrt's for twice its recompute; the cheaper one wins.
+    let f = grad_of(&log_chain(3, 64, false));
+    let (_, lo) = try_run(&f, &RematOptions { min_gain: 0.0, align: 1, ..o(Mode::Greedy, None) }).unwrap();
+    let (_, sq) = try_run(&f, &o(Mode::Sqrt, None)).unwrap();
+    let (_, gr) = try_run(&f, &o(Mode::Greedy, None)).unwrap();
+    assert!(lo.temp_peak_after < sq.temp_peak_after && lo.recompute_flops > sq.recompute_flops, "{lo:?} {sq:?}");
+    assert!(gr.recompute_flops <= sq.recompute_flops && gr.temp_peak_after < lo.temp_peak_after + (gr.temp_peak_before / 100).max(64), "{gr:?}");
+    // The rule keeps real savings: the 40-layer MLP still gets its sqrt plan.
+    let f = super::tests::mlp_grad(40, 8, 16, false);
+    let (_, s) = try_run(&f, &o(Mode::Sqrt, None)).unwrap();
+    assert!(s.temp_peak_after * 2 < s.temp_peak_before, "{s:?}");
+}
+
+/// A chain marked `ck.mirror` as one region (torch.utils.checkpoint over the
+/// whole chain): the region is recomputed once, 5 matmuls, not one
+/// recomputation per backward read (25), in every mode; results identical.
+#[test]
+fn mirror_region_is_recomputed_once() {
+    let f = grad_of(&log_chain(5, 64, true));
+    for mode in [Mode::Sqrt, Mode::Greedy, Mode::Log, Mode::Optimal] {
+        let b = if mode == Mode::Optimal { Some(1 << 30) } else { None };
+        let (g, out) = try_run(&f, &o(mode, b)).unwrap();
+        same_results(&f, &g);
+        assert_eq!(clones_of(&g, ckopt_ir::OpKind::Matmul), 5, "{mode:?}: {out:?}");
+        assert_eq!(clones_of(&g, ckopt_ir::OpKind::Log), 4, "{mode:?}: the last log is not read by the backward");
+        assert!(!reads_a_mirror_value(&g), "{mode:?}");
+    }
+}
+
+/// Chained regions (layers 0-2 and 3-5 each one region) and a region with
+/// a `ck.checkpoint` value inside: every matmul is recomputed at most once.
+#[test]
+fn chained_and_split_mirror_regions_are_recomputed_once() {
+    let f = grad_of(&log_chain_regions(6, 64, &[0..3, 3..6]));
+    for mode in [Mode::Sqrt, Mode::Greedy, Mode::Log] {
+        let (g, out) = try_run(&f, &o(mode, None)).unwrap();
+        same_results(&f, &g);
+        assert_eq!(clones_of(&g, ckopt_ir::OpKind::Matmul), 6, "{mode:?}: {out:?}");
+        assert!(!reads_a_mirror_value(&g), "{mode:?}");
+    }
+    // The region 0-5 with the log of layer 2 checkpointed: recomputation
+    // restarts from it, layers 0-2's matmuls once, 3-5's once.
+    let text = log_chain(6, 64, true).replace("%l2 = \"ck.log\"(%m2) {ck.mirror}", "%l2 = \"ck.log\"(%m2) {ck.checkpoint}");
+    assert!(text.contains("ck.checkpoint"));
+    let f = grad_of(&text);
+    for mode in [Mode::Sqrt, Mode::Greedy] {
+        let (g, out) = try_run(&f, &o(mode, None)).unwrap();
+        same_results(&f, &g);
+        assert_eq!(clones_of(&g, ckopt_ir::OpKind::Matmul), 6, "{mode:?}: {out:?}");
+        assert!(!reads_a_mirror_value(&g), "{mode:?}");
+    }
+}
+
+/// The memory curve honours `ck.mirror`: no point keeps a mirror value, and
+/// every point (the no-remat one included) is reproduced by its plan text.
+#[test]
+fn memory_curve_honours_mirror_and_every_point_reproduces() {
+    let f = grad_of(&log_chain_regions(6, 64, &[1..3]));
+    let c = curve::memory_curve(&f).unwrap();
+    assert!(!c.points.is_empty());
+    assert!(c.points.iter().all(|p| p.plan != "remat{mode=none}"), "{:?}", c.points);
+    let last = c.points.last().unwrap();
+    assert!(last.plan.starts_with("remat{mode=greedy budget="), "{last:?}");
+    for p in c.points.iter().chain(&c.measured) {
+        let mut m = Module { funcs: vec![f.clone()] };
+        crate::PassManager::parse(&p.plan).unwrap().run(&mut m).unwrap();
+        let r = crate::analysis::memory_report(&m.funcs[0]);
+        assert_eq!((r.temp_peak_bytes, r.recompute_flops), (p.peak_bytes, p.recompute_flops), "{}", p.plan);
+        assert!(!reads_a_mirror_value(&m.funcs[0]), "{}", p.plan);
+        same_results(&f, &m.funcs[0]);
+    }
+}

@@ -1,0 +1,472 @@
+"""ckopt.torch: train a PyTorch nn.Module under ckopt's memory plan.
+
+>>> cm = ckopt.torch.compile(model, (x, y), mode="sqrt")      # doctest: +SKIP
+>>> opt = torch.optim.AdamW(cm.parameters())                   # doctest: +SKIP
+>>> loss = cm(x, y); loss.backward(); opt.step()               # doctest: +SKIP
+
+The model is captured with ``torch.export`` (non-strict) and core-ATen
+decompositions, translated op by op to ck IR (one table, ``TABLE`` in
+``_capture.py``), and planned by ckopt's passes (autodiff, inplace, remat
+with the given mode/budget, then fuse and memplan for the report). The
+planned gradient function is split into a forward and a backward that run
+inside ONE ``torch.autograd.Function`` per call, on torch's kernels
+(``executor="aten"``) or ckopt's compiled cpu code (``executor="ckopt"``).
+The reference is docs/torch.md in the repository.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+
+import torch
+import torch.nn.functional as F
+import torch.utils._pytree as pytree
+
+import ckopt
+from ckopt import UnsupportedError
+
+from . import _capture, _plan
+from ._capture import TABLE, Cx, Host, Val, _NoValue, source_of
+
+__all__ = ["compile", "CompiledModule", "UnsupportedError", "TABLE"]
+
+_FUNC = "f"
+_GRAD = "f_grad"
+
+
+def _budget_text(b) -> str:
+    if isinstance(b, bool):
+        raise TypeError("budget must be a number of bytes or a string such as '48MiB'")
+    if isinstance(b, (int, float)):
+        if b < 0:
+            raise ValueError(f"budget must not be negative, got {b}")
+        return str(int(b))
+    if isinstance(b, str):
+        return b.replace(" ", "")
+    raise TypeError(f"budget must be a number of bytes or a string such as '48MiB', got {type(b).__name__}")
+
+
+class _Capture:
+    """One mode's (train or eval) capture: the ck function, how to feed it,
+    and the planned executors."""
+
+    def __init__(self, model, example_args, opts):
+        self.opts = opts
+        self.training = model.training
+        try:
+            ep = torch.export.export(model, tuple(example_args), strict=False)
+        except Exception as e:  # data-dependent control flow, unsupported Python, ...
+            raise UnsupportedError("torch.export", None, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from e
+        ep = ep.run_decompositions()
+        self.ep = ep
+        self.example_shapes = [tuple(a.shape) if isinstance(a, torch.Tensor) else None for a in example_args]
+        self.example_dtypes = [a.dtype if isinstance(a, torch.Tensor) else None for a in example_args]
+        self._translate(model)
+        self._plan()
+
+    # -- translation ---------------------------------------------------------
+    def _translate(self, model):
+        ep = self.ep
+        sig = ep.graph_signature
+        device = None
+        for p in itertools.chain(model.parameters(), model.buffers()):
+            device = p.device
+            break
+        self.device = device or torch.device("cpu")
+        cx = Cx(ep.graph_module, self.device)
+        self.cx = cx
+        step_holder: dict = {}
+
+        def step_arg():
+            if "v" not in step_holder:
+                step_holder["v"] = Val("step", _capture.Type((), "f32"))
+                cx.b.types["step"] = step_holder["v"].type
+            return step_holder["v"]
+
+        cx.step_arg = step_arg
+        specs = {s.arg.name: s for s in sig.input_specs}
+        env: dict = {}
+        self.arg_feed: list[tuple[str, object]] = []  # per ck argument: (kind, key)
+        ck_args: list[tuple[str, _capture.Type, str]] = []
+        self.host_nodes = []
+        self.placeholders = []
+        user_i = 0
+        for n in ep.graph.nodes:
+            if n.op == "placeholder":
+                spec = specs[n.name]
+                kind = spec.kind.name
+                val = n.meta.get("val")
+                if kind == "USER_INPUT":
+                    feed = ("input", user_i)
+                    user_i += 1
+                elif kind == "PARAMETER":
+                    feed = ("param", spec.target)
+                elif kind == "BUFFER":
+                    feed = ("buffer", spec.target)
+                elif kind in ("CONSTANT_TENSOR", "CUSTOM_OBJ"):
+                    feed = ("constant", spec.target)
+                else:
+                    raise UnsupportedError(f"input kind {kind}", None, "")
+                self.placeholders.append((n, feed))
+                if not isinstance(val, torch.Tensor):
+                    env[n] = val  # a Python scalar input
+                    continue
+                if val.dtype == torch.float32:
+                    name = "a_" + n.name
+                    t = _capture.Type(tuple(int(s) for s in val.shape), "f32")
+                    trainable = kind == "PARAMETER" and _requires_grad(model, spec.target)
+                    if kind == "USER_INPUT" and self.opts.get("input_grads", {}).get(feed[1]):
+                        trainable = True
+                    ck_args.append((name, t, "ck.param" if trainable else ""))
+                    self.arg_feed.append(feed)
+                    env[n] = Val(name, t)
+                    cx.b.types[name] = t
+                    cx.b.used.add(name)
+                elif val.dtype in (torch.int64, torch.int32, torch.bool, torch.uint8, torch.int16, torch.int8):
+                    env[n] = Host(n, tuple(int(s) for s in val.shape), val.dtype)
+                else:
+                    raise UnsupportedError(
+                        f"dtype {val.dtype}", None,
+                        f"input {n.name!r} is {val.dtype}; ckopt.torch computes float32 (with integer/bool indices and masks)",
+                    )
+            elif n.op == "call_function" and n.target in _capture.IGNORED:
+                env[n] = None  # metadata assertions torch.export leaves in the graph
+            elif n.op == "call_function":
+                cx.node = n
+                cx.b.hint = n.name
+                args = pytree.tree_map_only(torch.fx.Node, lambda x: env[x], n.args)
+                kwargs = pytree.tree_map_only(torch.fx.Node, lambda x: env[x], n.kwargs)
+                leaves = pytree.tree_leaves((args, kwargs))
+                for x in leaves:
+                    if isinstance(x, _NoValue) and n.target is not __import__("operator").getitem:
+                        raise cx.unsupported(f"the graph uses {x.what}, which ckopt does not compute")
+                tensors = [x for x in leaves if isinstance(x, (Val, Host))]
+                if n.target is __import__("operator").getitem:
+                    src = args[0]
+                    env[n] = src if isinstance(src, Host) else src[args[1]]
+                    if isinstance(src, Host):
+                        v = n.meta.get("val")
+                        env[n] = Host(n, tuple(v.shape), v.dtype)
+                        self.host_nodes.append(n)
+                    continue
+                if all(isinstance(x, Host) for x in tensors) and n.target in _capture.HOST_OK:
+                    v = n.meta.get("val")
+                    if isinstance(v, torch.Tensor):
+                        env[n] = Host(n, tuple(int(s) for s in v.shape), v.dtype)
+                    else:
+                        env[n] = Host(n, (), None)
+                    self.host_nodes.append(n)
+                    continue
+                fn = TABLE.get(n.target)
+                if fn is None:
+                    raise UnsupportedError(str(n.target), source_of(n), "no translation to ck")
+                v = n.meta.get("val")
+                vals = v if isinstance(v, (tuple, list)) else [v]
+                for t in vals:
+                    if isinstance(t, torch.Tensor) and t.dtype not in (torch.float32, torch.int64, torch.bool, torch.int32):
+                        raise UnsupportedError(str(n.target), source_of(n), f"dtype {t.dtype} (ckopt.torch computes float32)")
+                try:
+                    env[n] = fn(cx, list(args), dict(kwargs))
+                except UnsupportedError:
+                    raise
+                except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
+                    raise UnsupportedError(str(n.target), source_of(n), f"arguments ckopt does not handle ({e})") from e
+            elif n.op == "output":
+                outs = n.args[0]
+            elif n.op == "get_attr":
+                raise UnsupportedError("get_attr", source_of(n), f"module attribute {n.target!r}")
+        # outputs
+        self.user_outputs = []  # per user output: ("ck", index) | ("host", node) | ("const", v)
+        self.buffer_writes = []  # (buffer target, "ck", index) | (target, "host", node)
+        ck_results: list[Val] = []
+        for spec, o in zip(sig.output_specs, outs):
+            kind = spec.kind.name
+            v = env[o] if isinstance(o, torch.fx.Node) else o
+            if kind == "USER_INPUT_MUTATION":
+                raise UnsupportedError("input mutation", None, f"the model writes into its input {spec.target!r} (copy it first)")
+            if kind not in ("USER_OUTPUT", "BUFFER_MUTATION"):
+                raise UnsupportedError(f"output kind {kind}", None, "")
+            if isinstance(v, _NoValue):
+                raise UnsupportedError("output", None, f"the model returns {v.what}")
+            if isinstance(v, Val):
+                ref = ("ck", len(ck_results))
+                ck_results.append(v)
+            elif isinstance(v, Host):
+                ref = ("host", v.node)
+            else:
+                ref = ("const", v)
+            if kind == "USER_OUTPUT":
+                self.user_outputs.append(ref)
+            else:
+                self.buffer_writes.append((spec.target, ref))
+        self.out_spec = ep.call_spec.out_spec
+        # The loss first: the first user output when it is a rank-0 ck value.
+        first = self.user_outputs[0] if self.user_outputs else None
+        self.trainable = (
+            first is not None and first[0] == "ck" and ck_results[first[1]].shape == () and any("ck.param" in a[2] for a in ck_args)
+        )
+        order = list(range(len(ck_results)))
+        if self.trainable and first[1] != 0:
+            order.remove(first[1])
+            order.insert(0, first[1])
+        self.result_pos = {old: new for new, old in enumerate(order)}
+        results = [ck_results[i] for i in order]
+        # arguments: tensors, then host-fed ones, then the step key
+        for ha in cx.host_args:
+            ck_args.append((ha.name, ha.type, ""))
+            self.arg_feed.append(("hostarg", ha))
+        if "v" in step_holder:
+            ck_args.append(("step", step_holder["v"].type, "ck.step"))
+            self.arg_feed.append(("step", None))
+        self.ck_args = ck_args
+        if not results:
+            raise UnsupportedError("output", None, "the model returns no float tensor")
+        head = ", ".join(f"%{n}: {t}" + (f" {{{a}}}" if a else "") for n, t, a in ck_args)
+        rts = [str(r.type) for r in results]
+        rt = rts[0] if len(rts) == 1 else "(" + ", ".join(rts) + ")"
+        body = "\n".join("    " + line for line in cx.b.lines)
+        ret = f'    "ck.return"({", ".join("%" + r.name for r in results)}) : ({", ".join(rts)}) -> ()'
+        self.text = f"module {{\n  func.func @{_FUNC}({head}) -> {rt} {{\n{body}\n{ret}\n  }}\n}}\n"
+
+    # -- planning ------------------------------------------------------------
+    def _plan(self):
+        o = self.opts
+        self.ck = ckopt.parse(self.text, "<ckopt.torch>")
+        if not self.trainable:
+            self.pipeline = o["pipeline"] or ""
+            self.planned = self.ck.optimize(self.pipeline) if self.pipeline else self.ck
+            self.report_module = self.planned.optimize("fuse,memplan")
+            self.report_func = _FUNC
+            f, types = _plan.forward_only(self.planned.text, _FUNC)
+            if o["executor"] == "ckopt":
+                self.run_forward = _plan.CkoptForward(f, types)
+                self.source = self.run_forward.module.text
+            else:
+                self.run_forward, self.source = _plan.gen_forward(f, types, self.device)
+            return
+        if o["pipeline"] is not None:
+            pipe = o["pipeline"]
+        else:
+            ropts = [f"mode={o['mode']}"]
+            if o["budget"] is not None:
+                ropts.append(f"budget={_budget_text(o['budget'])}")
+            if o["device_budget"] is not None:
+                ropts.append(f"device_budget={_budget_text(o['device_budget'])}")
+            pipe = f"autodiff{{func={_FUNC}}},inplace,remat{{{' '.join(ropts)}}}"
+        self.pipeline = pipe
+        self.planned = self.ck.optimize(pipe)
+        if _GRAD not in self.planned.functions:
+            raise ValueError(f"the pipeline {pipe!r} made no @{_GRAD} (it must start with autodiff)")
+        rep = self.planned.memory_report(_GRAD)
+        self.report_module = self.planned if rep.get("arena_bytes") is not None else self.planned.optimize("fuse,memplan")
+        self.report_func = _GRAD
+        self.split = _plan.split(self.planned.text, _FUNC, _GRAD)
+        if o["executor"] == "ckopt":
+            self.runner = _plan.CkoptRunner(self.split)
+            self.source = self.runner.text
+        else:
+            self.runner = _plan.AtenRunner(self.split, self.device)
+            self.source = self.runner.source
+
+
+def _requires_grad(model, target):
+    try:
+        return model.get_parameter(target).requires_grad
+    except AttributeError:
+        return True
+
+
+class _Step(torch.autograd.Function):
+    """The planned training step as one autograd node: forward runs the
+    planned forward and saves exactly the kept values; backward runs the
+    planned backward (recomputing what the plan dropped)."""
+
+    @staticmethod
+    def forward(ctx, cap, *tensors):
+        s = cap.split
+        outs = cap.runner.fwd(*tensors)
+        loss = outs[0]
+        aux = outs[1 : 1 + s.n_aux]
+        kept = outs[1 + s.n_aux :]
+        ctx.cap = cap
+        ctx.n = len(tensors)
+        ctx.save_for_backward(*[tensors[i] for i in s.bwd_arg_idx], *kept)
+        if aux:
+            ctx.mark_non_differentiable(*aux)
+        return (loss, *aux)
+
+    @staticmethod
+    def backward(ctx, dloss, *daux):
+        cap = ctx.cap
+        s = cap.split
+        saved = ctx.saved_tensors
+        dy = dloss.reshape(()).to(torch.float32)
+        grads = cap.runner.bwd(*saved, dy)
+        out = [None] * ctx.n
+        for i, g in zip(s.wrt, grads):
+            out[i] = g
+        return (None, *out)
+
+
+class CompiledModule(torch.nn.Module):
+    """What ``ckopt.torch.compile`` returns: holds the model as ``.model``
+    (its parameters, buffers, state_dict, train/eval are the model's)."""
+
+    def __init__(self, model, example_args, opts):
+        super().__init__()
+        self.model = model
+        self._opts = opts
+        self._example = tuple(example_args)
+        self._caps: dict[bool, _Capture] = {}
+        self._steps = 0
+        self._cap()  # the current mode now, so errors come before anything runs
+
+    def _cap(self) -> _Capture:
+        mode = self.model.training
+        if mode not in self._caps:
+            self._caps[mode] = _Capture(self.model, self._example, self._opts)
+        return self._caps[mode]
+
+    # -- the model's state, unchanged
+    def state_dict(self, *args, **kwargs):
+        return self.model.state_dict(*args, **kwargs)
+
+    def load_state_dict(self, state_dict, strict=True, assign=False):
+        return self.model.load_state_dict(state_dict, strict=strict, assign=assign)
+
+    # -- ckopt's numbers for the current mode
+    def memory_report(self):
+        c = self._cap()
+        return c.report_module.memory_report(c.report_func)
+
+    def memory_curve(self):
+        c = self._cap()
+        if not c.trainable:
+            raise ValueError("no memory curve: this mode has no training step (no scalar loss)")
+        return c.ck.optimize(f"autodiff{{func={_FUNC}}},inplace").memory_curve(_GRAD)
+
+    @property
+    def plan(self) -> str:
+        return self._cap().pipeline
+
+    @property
+    def module(self):
+        return self._cap().planned
+
+    @property
+    def ck_text(self) -> str:
+        return self._cap().text
+
+    @property
+    def source(self) -> str:
+        return self._cap().source
+
+    def forward(self, *args):
+        cap = self._cap()
+        if len(args) != len(cap.example_shapes):
+            raise TypeError(f"the compiled model takes {len(cap.example_shapes)} arguments (as the example), {len(args)} given")
+        for i, (a, shape, dt) in enumerate(zip(args, cap.example_shapes, cap.example_dtypes)):
+            if shape is None:
+                continue
+            if not isinstance(a, torch.Tensor):
+                raise TypeError(f"argument {i} must be a tensor like the example's, got {type(a).__name__}")
+            if tuple(a.shape) != shape:
+                raise ValueError(f"argument {i} has shape {tuple(a.shape)}, but the model was compiled for {shape} (the example's)")
+            if a.dtype != dt:
+                raise TypeError(f"argument {i} has dtype {a.dtype}, but the model was compiled for {dt} (the example's)")
+        model = self.model
+        phs = {}
+        for n, (kind, key) in cap.placeholders:
+            if kind == "input":
+                phs[n] = args[key]
+            elif kind == "param":
+                phs[n] = model.get_parameter(key)
+            elif kind == "buffer":
+                phs[n] = model.get_buffer(key)
+            else:
+                phs[n] = cap.ep.constants[key]
+        # host values
+        henv = dict(phs)
+        for n in cap.host_nodes:
+            a = pytree.tree_map_only(torch.fx.Node, lambda x: henv[x], n.args)
+            k = pytree.tree_map_only(torch.fx.Node, lambda x: henv[x], n.kwargs)
+            henv[n] = n.target(*a, **k)
+        feeds = []
+        train_step = cap.trainable and torch.is_grad_enabled()
+        if cap.cx.dropouts and self.model.training:
+            self._steps += 1
+        for kind, key in cap.arg_feed:
+            if kind == "input":
+                feeds.append(args[key])
+            elif kind == "param":
+                feeds.append(model.get_parameter(key))
+            elif kind == "buffer":
+                feeds.append(model.get_buffer(key))
+            elif kind == "constant":
+                feeds.append(cap.ep.constants[key])
+            elif kind == "step":
+                feeds.append(torch.tensor(float(self._steps), dtype=torch.float32, device=cap.device))
+            else:
+                feeds.append(_host_feed(key, henv[key.node], cap.device))
+        if cap.trainable:
+            if train_step:
+                outs = _Step.apply(cap, *feeds)
+            else:
+                with torch.no_grad():
+                    o = cap.runner.fwd(*feeds)
+                outs = o[: 1 + cap.split.n_aux]
+        else:
+            with torch.no_grad():
+                outs = cap.run_forward(*[f.detach() for f in feeds])
+        ck_out = lambda i: outs[cap.result_pos[i]]  # noqa: E731
+        with torch.no_grad():
+            for target, (rk, rv) in cap.buffer_writes:
+                buf = model.get_buffer(target)
+                new = ck_out(rv) if rk == "ck" else henv[rv] if rk == "host" else rv
+                buf.copy_(new)
+        users = []
+        for rk, rv in cap.user_outputs:
+            users.append(ck_out(rv) if rk == "ck" else henv[rv] if rk == "host" else rv)
+        return pytree.tree_unflatten(users, cap.out_spec)
+
+
+def _host_feed(ha, value, device):
+    kind = ha.kind
+    if kind == "float":
+        return value.to(torch.float32).reshape(ha.type.shape)
+    if kind == "mask":
+        return value.to(torch.float32)
+    if kind == "invmask":
+        return (~value.bool()).to(torch.float32)
+    if kind.startswith("onehot:"):
+        spec = kind.split(":", 1)[1]
+        if "@" in spec:
+            n, dim = (int(x) for x in spec.split("@"))
+            shape = list(value.shape)
+            shape[dim] = n
+            return torch.zeros(shape, dtype=torch.float32, device=device).scatter_(dim, value.to(torch.int64), 1.0)
+        n = int(spec)
+        return F.one_hot(value.reshape(-1).to(torch.int64), n).to(torch.float32)
+    raise AssertionError(kind)
+
+
+def compile(model, example_args, *, mode="greedy", budget=None, device_budget=None, pipeline=None, executor="aten"):
+    """Captures `model` at `example_args`' shapes, plans its training step with
+    ckopt and returns a CompiledModule (see the module docstring)."""
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    if executor not in ("aten", "ckopt"):
+        raise ValueError(f"executor must be 'aten' or 'ckopt', got {executor!r}")
+    if mode not in ("none", "sqrt", "greedy", "log", "optimal"):
+        raise ValueError(f"mode must be one of none, sqrt, greedy, log, optimal; got {mode!r}")
+    if not isinstance(example_args, (tuple, list)):
+        example_args = (example_args,)
+    if executor == "ckopt":
+        for p in model.parameters():
+            if p.device.type != "cpu":
+                raise ValueError("executor='ckopt' runs ckopt's cpu backend: move the model to the CPU")
+    input_grads = {i: a.requires_grad for i, a in enumerate(example_args) if isinstance(a, torch.Tensor) and a.is_floating_point()}
+    opts = dict(mode=mode, budget=budget, device_budget=device_budget, pipeline=pipeline, executor=executor,
+                input_grads=input_grads)
+    return CompiledModule(model, example_args, opts)
