@@ -37,6 +37,7 @@ fn every_reported_statistic_is_declared() {
         "autodiff,inplace,remat{mode=greedy device_budget=64GiB},memplan",
         "autodiff,canonicalize,cse,dce,sgd{momentum=0.9},remat{mode=optimal budget=1GiB},fuse,memplan",
         "autodiff{wrt=0},inplace{iter-limit=1},remat{mode=none}",
+        "autocast{dtype=bf16},autodiff,inplace,fuse,remat{mode=sqrt},memplan",
     ];
     let mut seen: BTreeSet<(String, String)> = BTreeSet::new();
     let mut ran: BTreeSet<String> = BTreeSet::new();
