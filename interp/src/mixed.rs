@@ -131,9 +131,9 @@ pub fn eval_mixed(kind: OpKind, attrs: &Attrs, inputs: &[&Tensor], result: &Tens
             let (a, b) = (inputs[0], inputs[1]);
             let n = a.num_elements();
             let c: Vec<i64> = if a.dtype.is_float() {
-                (0..n).map(|i| i64::from(cmp_f32(kind, a.data[i], b.data[i]))).collect()
+                (0..n).map(|i| i64::from(compare(kind, a.data[i], b.data[i]))).collect()
             } else {
-                (0..n).map(|i| i64::from(cmp_int(kind, a.ints[i], b.ints[i]))).collect()
+                (0..n).map(|i| i64::from(compare(kind, a.ints[i], b.ints[i]))).collect()
             };
             Tensor { shape: out, dtype: DType::I1, data: Vec::new(), ints: c }
         }
@@ -229,18 +229,8 @@ fn floats(shape: Vec<usize>, dt: DType, data: Vec<f32>) -> Tensor {
     Tensor { shape, dtype: dt, data, ints: Vec::new() }
 }
 
-fn cmp_f32(kind: OpKind, a: f32, b: f32) -> bool {
-    match kind {
-        OpKind::Eq => a == b,
-        OpKind::Ne => a != b,
-        OpKind::Lt => a < b,
-        OpKind::Le => a <= b,
-        OpKind::Gt => a > b,
-        _ => a >= b,
-    }
-}
-
-fn cmp_int(kind: OpKind, a: i64, b: i64) -> bool {
+/// A comparison on f32 (IEEE: a NaN is unordered) or on integers.
+fn compare<T: PartialOrd>(kind: OpKind, a: T, b: T) -> bool {
     match kind {
         OpKind::Eq => a == b,
         OpKind::Ne => a != b,

@@ -10,7 +10,7 @@
 
 use crate::attr::{Attr, Attrs};
 use crate::diag::Diag;
-use crate::ops::OpKind;
+use crate::ops::{OpKind, need_declared};
 use crate::types::{DType, TensorType};
 
 /// The default `ignore_index` of `cross_entropy` (PyTorch's).
@@ -44,10 +44,6 @@ fn need_float(what: &str, t: &TensorType) -> Result<(), Diag> {
 
 fn need_bool(what: &str, t: &TensorType) -> Result<(), Diag> {
     if t.dtype.is_bool() { Ok(()) } else { Err(bad(format!("{what} must have element type i1, got {t}"))) }
-}
-
-fn need_declared(declared: Option<&TensorType>) -> Result<TensorType, Diag> {
-    declared.cloned().ok_or_else(|| bad("needs an explicit result type".into()))
 }
 
 /// The `axis` (or `dim`) attribute, checked against `rank`.

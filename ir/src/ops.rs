@@ -618,7 +618,7 @@ fn no_type_rule(kind: OpKind) -> Diag {
 }
 
 /// The declared result type, required by ops whose result cannot be inferred.
-fn need_declared(declared: Option<&TensorType>) -> Result<TensorType, Diag> {
+pub(crate) fn need_declared(declared: Option<&TensorType>) -> Result<TensorType, Diag> {
     declared.cloned().ok_or_else(|| Diag::unlocated("needs an explicit result type"))
 }
 

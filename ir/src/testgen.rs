@@ -65,7 +65,7 @@ pub struct GenConfig {
     /// reduce_sum, fill, tanh, exp, sigmoid, add). For backends or passes
     /// that do not support some ops yet.
     pub exclude: Vec<OpKind>,
-    /// Also draw the integer/bool/indexing ops (`INT_OPS`: gather,
+    /// Also draw the integer/bool/indexing ops (`int_ops`: gather,
     /// take_along and their gradients, comparisons, logic, select, cast,
     /// iota, cross_entropy and its gradient). Their integer and bool values
     /// stay internal to a step (they feed a float op of the same step), so
@@ -250,27 +250,11 @@ const STEP_OPS: &[OpKind] = &[
     OpKind::Constant,
 ];
 
-/// The ops drawn in addition when `GenConfig::int_ops` is on.
-const INT_OPS: &[OpKind] = &[
-    OpKind::Gather,
-    OpKind::GatherGrad,
-    OpKind::TakeAlong,
-    OpKind::TakeAlongGrad,
-    OpKind::Eq,
-    OpKind::Ne,
-    OpKind::Lt,
-    OpKind::Le,
-    OpKind::Gt,
-    OpKind::Ge,
-    OpKind::And,
-    OpKind::Or,
-    OpKind::Not,
-    OpKind::Select,
-    OpKind::Cast,
-    OpKind::Iota,
-    OpKind::CrossEntropy,
-    OpKind::CrossEntropyGrad,
-];
+/// The ops drawn in addition when `GenConfig::int_ops` is on: the mixed
+/// element-type class (`ElemClass::Mixed`), in table order.
+fn int_ops() -> Vec<OpKind> {
+    OpKind::ALL.iter().copied().filter(|k| k.elem_class() == crate::ops::ElemClass::Mixed).collect()
+}
 
 fn ints(v: &[u64]) -> Attr {
     Attr::IntArray(v.iter().map(|&x| x as i64).collect())
@@ -501,9 +485,9 @@ impl<'c> Gen<'c> {
 
     /// One random step: one op of the table (not excluded), with its adapters.
     fn step(&mut self) {
-        let extra: &[OpKind] = if self.cfg.int_ops { INT_OPS } else { &[] };
+        let extra = if self.cfg.int_ops { int_ops() } else { Vec::new() };
         let allowed: Vec<OpKind> =
-            STEP_OPS.iter().chain(extra).copied().filter(|k| !self.cfg.exclude.contains(k)).collect();
+            STEP_OPS.iter().chain(&extra).copied().filter(|k| !self.cfg.exclude.contains(k)).collect();
         if allowed.is_empty() {
             return;
         }
