@@ -115,3 +115,11 @@ PYV=target/demo-venv
 [ -x "$PYV/bin/python" ] || uv venv -q --python python3 "$PYV"
 VIRTUAL_ENV="$PWD/$PYV" uv pip install -q --reinstall-package ckopt ./python
 "$PYV/bin/python" bench/python-demo.py
+
+# PyTorch frontend (docs/torch.md): a small GPT trained through
+# ckopt.torch.compile with AdamW (torch added to the demo venv), losses next
+# to eager, and measured peaks next to eager and per-block checkpointing.
+echo
+echo "== A PyTorch model under ckopt's plan: ckopt.torch.compile (bench/torch-demo.py) =="
+VIRTUAL_ENV="$PWD/$PYV" uv pip install -q "torch==2.15.*"
+"$PYV/bin/python" bench/torch-demo.py 2>&1 | grep -v -e '^USDT' -e 'gpuGetDeviceCount'

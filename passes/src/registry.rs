@@ -280,6 +280,19 @@ static REGISTRY: &[PassInfo] = &[
         build: crate::sgd::build_adamw,
     },
     PassInfo {
+        name: "autocast",
+        summary: "mixed precision by PyTorch autocast's lists: matmul/conv in the low type, exp/log/rsqrt/reduce_sum/cross_entropy in f32, other ops in their operands' type; parameters stay f32 (casts marked ck.mirror); run before autodiff",
+        options: &[
+            opt("dtype", Choice(&["bf16", "f16"]), "bf16", "the low-precision type"),
+            opt("func", FuncName, "", "only this function (default: every function)"),
+        ],
+        statistics: &[
+            stat("ops-low", "ops that now compute in the low type"),
+            stat("casts-inserted", "ck.cast ops inserted"),
+        ],
+        build: crate::autocast::build,
+    },
+    PassInfo {
         name: "autodiff",
         summary: "adds @NAME_grad returning (loss, d loss/d each wrt argument) for functions whose first result is a scalar loss",
         options: &[

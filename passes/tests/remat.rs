@@ -365,7 +365,9 @@ fn lstm_paper_shape_reaches_sqrt_memory() {
 
 /// A U-Net-like chain (bench/skipnet.py: layer j's output added into layer
 /// n-j), whose every cut is wide: every mode gives bit-identical gradients,
-/// and greedy finds its plan on the chain cut at every free position.
+/// and greedy finds its plan off the chain of narrow cuts: on the graph
+/// itself (the descent over keep sets, 0.68x of no remat here) or on the
+/// chain cut at every free position.
 #[test]
 fn skipnet_every_mode_bit_identical_and_fine_cuts() {
     let (n, b, w) = (32usize, 4u64, 8u64);
@@ -393,7 +395,10 @@ fn skipnet_every_mode_bit_identical_and_fine_cuts() {
     let mut pm = PassManager::parse("remat{mode=greedy}").unwrap();
     pm.run(&mut g).unwrap();
     let stats = pm.stats.render();
-    assert!(stats.contains("fine greedy("), "{stats}");
+    assert!(stats.contains("graph-shared(") || stats.contains("fine greedy("), "{stats}");
+    let r = ckopt_passes::analysis::memory_report(g.func("skip_grad").expect("grad"));
+    let base = ckopt_passes::analysis::memory_report(grad_module(&m).func("skip_grad").expect("grad"));
+    assert!(r.temp_peak_bytes * 10 <= base.temp_peak_bytes * 7, "{} vs {}", r.temp_peak_bytes, base.temp_peak_bytes);
 }
 
 /// A loss of (z - t)^2 summed, appended to a body whose last value is `z`.

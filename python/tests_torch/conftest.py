@@ -60,3 +60,57 @@ def rel(a, b):
 
 def grads(model):
     return {n: p.grad.detach().clone() for n, p in model.named_parameters()}
+
+
+class Block(nn.Module):
+    def __init__(self, d, heads, seq):
+        super().__init__()
+        self.heads = heads
+        self.ln1 = nn.LayerNorm(d)
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+        self.ln2 = nn.LayerNorm(d)
+        self.fc = nn.Linear(d, 4 * d)
+        self.fc2 = nn.Linear(4 * d, d)
+        self.register_buffer("mask", torch.tril(torch.ones(seq, seq)).view(1, 1, seq, seq))
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
+        h = self.heads
+        q = q.view(b, t, h, d // h).transpose(1, 2)
+        k = k.view(b, t, h, d // h).transpose(1, 2)
+        v = v.view(b, t, h, d // h).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / (d // h) ** 0.5)
+        att = att.masked_fill(self.mask[:, :, :t, :t] == 0, float("-inf"))
+        att = F.softmax(att, dim=-1)
+        y = (att @ v).transpose(1, 2).contiguous().view(b, t, d)
+        x = x + self.proj(y)
+        return x + self.fc2(F.gelu(self.fc(self.ln2(x))))
+
+
+class GPT(nn.Module):
+    """A small GPT (minGPT-style explicit causal attention), cross-entropy on
+    integer next-token labels."""
+
+    def __init__(self, vocab=32, d=16, heads=2, layers=2, seq=8):
+        super().__init__()
+        self.wte = nn.Embedding(vocab, d)
+        self.wpe = nn.Embedding(seq, d)
+        self.blocks = nn.ModuleList(Block(d, heads, seq) for _ in range(layers))
+        self.ln = nn.LayerNorm(d)
+        self.head = nn.Linear(d, vocab, bias=False)
+
+    def forward(self, idx, targets):
+        b, t = idx.shape
+        x = self.wte(idx) + self.wpe(torch.arange(t, device=idx.device))
+        for blk in self.blocks:
+            x = blk(x)
+        logits = self.head(self.ln(x))
+        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+
+
+def gpt_batch(seed, n=2, seq=8, vocab=32):
+    g = torch.Generator().manual_seed(seed)
+    idx = torch.randint(0, vocab, (n, seq + 1), generator=g)
+    return idx[:, :-1].contiguous(), idx[:, 1:].contiguous()

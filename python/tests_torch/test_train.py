@@ -9,7 +9,7 @@ import torch
 
 import ckopt
 import ckopt.torch as ct
-from conftest import CNN, MLP, cnn_batch, grads, mlp_batch, rel
+from conftest import CNN, GPT, MLP, cnn_batch, gpt_batch, grads, mlp_batch, rel
 
 MODES = ["none", "sqrt", "greedy", "log", "optimal"]
 EXECUTORS = ["aten", "ckopt"]
@@ -41,6 +41,24 @@ def test_mlp_loss_and_grads_match_eager(mode, executor):
     want_loss, want = eager_step(ref, batch)
     loss = cm(*batch)
     assert loss.grad_fn is not None
+    loss.backward()
+    assert rel(loss, want_loss) <= 1e-5
+    got = grads(model)
+    assert got.keys() == want.keys()
+    for k in want:
+        assert rel(got[k], want[k]) <= 1e-5, k
+
+
+@pytest.mark.parametrize("executor", EXECUTORS)
+@pytest.mark.parametrize("mode", MODES)
+def test_gpt_match_eager(mode, executor):
+    torch.manual_seed(0)
+    ref = GPT()
+    model = copy.deepcopy(ref)
+    batch = gpt_batch(4)
+    cm = ct.compile(model, batch, mode=mode, executor=executor, **opts_for(mode, ref, batch))
+    want_loss, want = eager_step(ref, batch)
+    loss = cm(*batch)
     loss.backward()
     assert rel(loss, want_loss) <= 1e-5
     got = grads(model)

@@ -285,9 +285,17 @@ impl Builder<'_> {
         // A `ck.mirror` region is recomputed once per backward region: the
         // needed mirror values this block produced on the way stay available
         // to later backward reads (instead of one recomputation per read).
+        // A cheap mirror value computed from arguments alone (autocast's cast
+        // of a parameter) is not shared: recomputing it again costs one cheap
+        // op and no other recomputation, while keeping it would hold it
+        // across the region.
         for &v in &touched {
             let i = v.index();
-            if self.ch.needed[i] && (self.share_all || self.ch.mirror[i])
+            let cheap_from_args = self.ch.def[i].is_some_and(|d| {
+                let op = &self.src.body[d];
+                !op.kind.is_compute_heavy() && op.operands.iter().all(|u| !self.ch.fwd_val[u.index()])
+            });
+            if self.ch.needed[i] && (self.share_all || (self.ch.mirror[i] && !cheap_from_args))
                 && let Some(c) = self.local[i]
             {
                 self.env[i] = Some(c);

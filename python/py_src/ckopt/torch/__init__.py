@@ -91,6 +91,7 @@ class _Capture:
         ck_args: list[tuple[str, _capture.Type, str]] = []
         self.host_nodes = []
         self.placeholders = []
+        buffer_vals = set()
         user_i = 0
         for n in ep.graph.nodes:
             if n.op == "placeholder":
@@ -121,6 +122,8 @@ class _Capture:
                     ck_args.append((name, t, "ck.param" if trainable else ""))
                     self.arg_feed.append(feed)
                     env[n] = Val(name, t)
+                    if kind in ("BUFFER", "CONSTANT_TENSOR"):
+                        buffer_vals.add(name)
                     cx.b.types[name] = t
                     cx.b.used.add(name)
                 elif val.dtype in (torch.int64, torch.int32, torch.bool, torch.uint8, torch.int16, torch.int8):
@@ -150,7 +153,14 @@ class _Capture:
                         env[n] = Host(n, tuple(v.shape), v.dtype)
                         self.host_nodes.append(n)
                     continue
-                if all(isinstance(x, Host) for x in tensors) and n.target in _capture.HOST_OK:
+                # Host when every tensor input is a host value or a buffer
+                # (buffers are not differentiated: masks built from them,
+                # such as a causal `tril` buffer compared with 0, are host).
+                hostable = all(isinstance(x, Host) or (isinstance(x, Val) and x.name in buffer_vals) for x in tensors)
+                if hostable and n.target in _capture.HOST_OK and (
+                    any(isinstance(x, Host) for x in tensors) or not tensors or not _is_float(n)
+                    or n.target in _capture.HOST_VIEW
+                ):
                     v = n.meta.get("val")
                     if isinstance(v, torch.Tensor):
                         env[n] = Host(n, tuple(int(s) for s in v.shape), v.dtype)
@@ -270,11 +280,47 @@ class _Capture:
             self.source = self.runner.source
 
 
+def _is_float(n) -> bool:
+    v = n.meta.get("val")
+    return isinstance(v, torch.Tensor) and v.is_floating_point()
+
+
 def _requires_grad(model, target):
     try:
         return model.get_parameter(target).requires_grad
     except AttributeError:
         return True
+
+
+class _Box:
+    """What a saved tensor is packed into: the user's packed value (or the
+    tensor), dropped when the backward unpacks it, so each kept value can
+    be freed at its last use in the backward, as the plan frees it."""
+
+    __slots__ = ("v",)
+
+    def __init__(self, v):
+        self.v = v
+
+
+def _chained_hooks():
+    """Saved-tensor hooks that wrap whatever hooks are active (the user's
+    `save_on_cpu`, ...) in a _Box."""
+    top = torch._C._autograd._top_saved_tensors_default_hooks(False)
+    upack, uunpack = top if top is not None else (None, None)
+
+    def pack(t):
+        return _Box(upack(t) if upack is not None else t)
+
+    def unpack(box):
+        v = box.v
+        box.v = None
+        if v is None:
+            raise RuntimeError("ckopt.torch: the saved values of this step were already used by a backward "
+                               "(call backward once per step, without retain_graph)")
+        return uunpack(v) if uunpack is not None else v
+
+    return pack, unpack
 
 
 class _Step(torch.autograd.Function):
@@ -289,9 +335,12 @@ class _Step(torch.autograd.Function):
         loss = outs[0]
         aux = outs[1 : 1 + s.n_aux]
         kept = outs[1 + s.n_aux :]
+        del outs
         ctx.cap = cap
         ctx.n = len(tensors)
+        # Packed after this returns, by the hooks around apply (_chained_hooks).
         ctx.save_for_backward(*[tensors[i] for i in s.bwd_arg_idx], *kept)
+        del kept
         if aux:
             ctx.mark_non_differentiable(*aux)
         return (loss, *aux)
@@ -300,9 +349,9 @@ class _Step(torch.autograd.Function):
     def backward(ctx, dloss, *daux):
         cap = ctx.cap
         s = cap.split
-        saved = ctx.saved_tensors
-        dy = dloss.reshape(()).to(torch.float32)
-        grads = cap.runner.bwd(*saved, dy)
+        vals = list(ctx.saved_tensors)
+        vals.append(dloss.reshape(()).to(torch.float32))
+        grads = cap.runner.bwd_list(vals)  # takes the values out of the list
         out = [None] * ctx.n
         for i, g in zip(s.wrt, grads):
             out[i] = g
@@ -408,10 +457,13 @@ class CompiledModule(torch.nn.Module):
             elif kind == "step":
                 feeds.append(torch.tensor(float(self._steps), dtype=torch.float32, device=cap.device))
             else:
-                feeds.append(_host_feed(key, henv[key.node], cap.device))
+                feeds.append(_host_feed(key, henv, cap))
         if cap.trainable:
             if train_step:
-                outs = _Step.apply(cap, *feeds)
+                pack, unpack = _chained_hooks()
+                with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+                    outs = _Step.apply(cap, *feeds)
+                del feeds
             else:
                 with torch.no_grad():
                     o = cap.runner.fwd(*feeds)
@@ -431,8 +483,17 @@ class CompiledModule(torch.nn.Module):
         return pytree.tree_unflatten(users, cap.out_spec)
 
 
-def _host_feed(ha, value, device):
+def _host_feed(ha, henv, cap):
     kind = ha.kind
+    value = henv[ha.node]
+    device = cap.device
+    if kind.startswith("where:"):
+        hx, hy = cap.cx.where_parts[(ha.node, kind)]
+        part = lambda v: 0.0 if v is None else henv[v.node].to(torch.float32) if isinstance(v, Host) else float(v)  # noqa: E731
+        px, py = part(hx), part(hy)
+        px = px if isinstance(px, torch.Tensor) else torch.tensor(px, dtype=torch.float32, device=device)
+        py = py if isinstance(py, torch.Tensor) else torch.tensor(py, dtype=torch.float32, device=device)
+        return torch.where(value.bool(), px, py).expand(ha.type.shape).contiguous()
     if kind == "float":
         return value.to(torch.float32).reshape(ha.type.shape)
     if kind == "mask":

@@ -151,6 +151,7 @@ class Cx:
         self.host_args: list[HostArg] = []
         self._host_arg_of: dict[tuple, HostArg] = {}
         self.dropouts = 0
+        self.where_parts: dict = {}
         self.device = example_device
 
     # -- errors
@@ -749,19 +750,30 @@ def _where(cx, a, k):
     if not isinstance(c, Host):
         raise cx.unsupported("where with a condition computed from float values")
     shape = cx.out_shape()
-    m = cx.bcast(cx.host_arg(c, "mask", c.shape), shape)
+    # Branches that are ck values are masked (x * m, y * (1 - m)); the host
+    # branches (numbers, host tensors) are selected by torch into one host
+    # tensor added to them, so a -inf fill never meets a 0 mask.
     out = None
-    for val, mask in ((x, m), (y, None)):
-        if isinstance(val, (int, float)) and val == 0:
-            continue
-        v = cx.bcast(cx.val(val, shape), shape)
-        if mask is None:
-            inv = cx.bcast(cx.host_arg(c, "invmask", c.shape), shape)
-            term = cx.b.op("mul", [v, inv], v.type)
-        else:
-            term = cx.b.op("mul", [v, mask], v.type)
+    for val, kind in ((x, "mask"), (y, "invmask")):
+        if isinstance(val, Val):
+            term = cx.b.op("mul", [cx.bcast(val, shape), cx.bcast(cx.host_arg(c, kind, c.shape), shape)], cx.t(shape))
+            out = term if out is None else cx.b.op("add", [out, term], term.type)
+    hx = None if isinstance(x, Val) else x
+    hy = None if isinstance(y, Val) else y
+    if not (hx in (None, 0, 0.0) and hy in (None, 0, 0.0)) or out is None:
+        key = f"where:{_host_key(hx)}:{_host_key(hy)}"
+        cx.where_parts[(c.node, key)] = (hx, hy)
+        term = cx.host_arg(c, key, shape)
         out = term if out is None else cx.b.op("add", [out, term], term.type)
-    return out if out is not None else cx.fill(0.0, shape)
+    return out
+
+
+def _host_key(v):
+    if v is None:
+        return "0"
+    if isinstance(v, Host):
+        return "h" + v.node.name
+    return repr(float(v))
 
 
 @entry(aten.full_like.default)
@@ -795,6 +807,11 @@ HOST_OK = {
     aten.cat.default, aten.alias.default, aten.lift_fresh_copy.default, operator.getitem,
 }
 
+
+# Views evaluated on the host even when their input is a float buffer (a
+# slice of a mask buffer); other float math on buffers stays in ck.
+HOST_VIEW = {aten.alias.default, aten.slice.Tensor, aten.view.default, aten.unsqueeze.default,
+             aten.expand.default, aten.permute.default, aten.squeeze.dims, aten.clone.default}
 
 # Nodes without a value that torch.export leaves (checks of metadata it
 # already guarantees for the static example shapes).

@@ -283,8 +283,10 @@ def _maxpool_grad(x, dy, window, stride):
 
 
 def gen_schedule(name: str, args: list[str], body: list[Op], results: list[str], types: dict[str, Type],
-                 rename: dict[str, str] | None = None) -> str:
-    """Python source of one schedule: `def name(args): ...; return (results)`."""
+                 rename: dict[str, str] | None = None, from_list: bool = False) -> str:
+    """Python source of one schedule: `def name(args): ...; return (results)`.
+    With from_list, the function takes one list of the arguments and empties
+    it, so no caller's reference keeps a value alive past its last use."""
     rename = dict(rename or {})
     py = _py_names(list(args) + [op.result for op in body if op.result is not None])
     for k, v in rename.items():
@@ -297,7 +299,10 @@ def gen_schedule(name: str, args: list[str], body: list[Op], results: list[str],
     # alias groups: views share their operand's storage
     group: dict[str, str] = {a: a for a in args}
     members: dict[str, list[str]] = {a: [a] for a in args}
-    lines = [f"def {name}({', '.join(py[a] for a in args)}):"]
+    if from_list:
+        lines = [f"def {name}(_args):", f"    ({''.join(py[a] + ', ' for a in args)}) = _args", "    _args.clear()"]
+    else:
+        lines = [f"def {name}({', '.join(py[a] for a in args)}):"]
     dead: set[str] = set()
     for i, op in enumerate(body):
         ops = [rename.get(o, o) for o in op.operands]
@@ -320,7 +325,7 @@ def gen_schedule(name: str, args: list[str], body: list[Op], results: list[str],
         else:
             group[r] = r
             members[r] = [r]
-        frees = [o for o in dict.fromkeys(ops) if last.get(o) == i and o not in keep]
+        frees = [o for o in dict.fromkeys(ops) if last.get(o) == i and (o not in keep or (from_list and o in args and o not in results))]
         if r not in keep and r not in last:
             frees.append(r)
         for fv in frees:
@@ -339,12 +344,12 @@ class AtenRunner:
         names = [a.name for a in s.fwd_args]
         fwd_src = gen_schedule("fwd", names, s.fwd_body, s.fwd_results, s.types)
         bwd_args = [names[i] for i in s.bwd_arg_idx] + s.kept + [s.seed]
-        bwd_src = gen_schedule("bwd", bwd_args, s.bwd_body, s.bwd_results, s.types)
+        bwd_src = gen_schedule("bwd", bwd_args, s.bwd_body, s.bwd_results, s.types, from_list=True)
         self.source = fwd_src + "\n\n" + bwd_src + "\n"
         g = {"torch": torch, "_dev": device, "_dropout": dropout, "_maxpool_grad": _maxpool_grad,
              "_empty": lambda shape: torch.empty(shape, device=device)}
         exec(compile(self.source, "<ckopt.torch schedule>", "exec"), g)
-        self.fwd, self.bwd = g["fwd"], g["bwd"]
+        self.fwd, self.bwd_list = g["fwd"], g["bwd"]
 
 
 def gen_forward(f: Func, types, device):
@@ -390,8 +395,10 @@ class CkoptRunner:
     def fwd(self, *ts):
         return tuple(torch.from_numpy(np.asarray(o)) for o in self.cf.run(*[_np(t) for t in ts]))
 
-    def bwd(self, *ts):
-        return tuple(torch.from_numpy(np.asarray(o)) for o in self.cb.run(*[_np(t) for t in ts]))
+    def bwd_list(self, ts):
+        arrays = [_np(t) for t in ts]
+        ts.clear()
+        return tuple(torch.from_numpy(np.asarray(o)) for o in self.cb.run(*arrays))
 
 
 class CkoptForward:
