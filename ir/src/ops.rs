@@ -234,9 +234,16 @@ impl OpKind {
         use OpKind::*;
         matches!(self, Add | Sub | Mul | Div | Max | ReluGrad)
     }
+    /// The elementwise ops of the mixed class: comparisons, logic, select
+    /// and cast (their operands and results may differ in element type and
+    /// size; each has its own type rule in `crate::mixed`).
+    pub fn is_mixed_elementwise(self) -> bool {
+        use OpKind::*;
+        matches!(self, Eq | Ne | Lt | Le | Gt | Ge | And | Or | Not | Select | Cast)
+    }
     /// Elementwise ops: result element i depends only on operand element i.
     pub fn is_elementwise(self) -> bool {
-        self.is_unary_elementwise() || self.is_binary_elementwise()
+        self.is_unary_elementwise() || self.is_binary_elementwise() || self.is_mixed_elementwise()
     }
     /// The expensive ops that remat keeps unless the budget forces otherwise.
     pub fn is_compute_heavy(self) -> bool {

@@ -21,6 +21,7 @@ fn small(kind: ModelKind) -> GenOptions {
             SizeOpt::Channels => 4,
             SizeOpt::Image => 8,
             SizeOpt::Classes => 4,
+            SizeOpt::Vocab => 11,
         };
         o.set(opt, Some(v));
     }

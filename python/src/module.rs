@@ -155,9 +155,9 @@ pub fn load(py: Python<'_>, path: PathBuf) -> PyResult<Module> {
 }
 
 /// A benchmark model of `ckopt-gen`: `"mlp"`, `"resmlp"`, `"lstm"`,
-/// `"resnet"` or `"transformer"`; the sizes are its flags (`depth=`,
-/// `width=`, `batch=`, `seq=`, `heads=`, `channels=`, `image=`,
-/// `classes=`), defaults as `ckopt-gen --help` says. Raises `GenError`.
+/// `"resnet"`, `"transformer"` or `"gpt"`; the sizes are its flags
+/// (`depth=`, `width=`, `batch=`, `seq=`, `heads=`, `channels=`, `image=`,
+/// `classes=`, `vocab=`), defaults as `ckopt-gen --help` says. Raises `GenError`.
 #[pyfunction]
 #[pyo3(signature = (model, **sizes))]
 #[pyo3(name = "gen")]

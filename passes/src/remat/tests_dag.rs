@@ -237,3 +237,44 @@ fn random_dags_match_brute_force_over_keep_sets() {
     }
     assert!(graphs >= 15 && budgets >= 40, "only {graphs} graphs, {budgets} budgets");
 }
+
+/// A mirror value computed cheaply from arguments only (autocast's
+/// low-precision copy of a parameter) is recomputed right before each
+/// backward read and dies at once, not shared across the segment: with
+/// every layer's weight copy marked, sqrt's peak holds no weight copies
+/// beyond the ones in use.
+#[test]
+fn cheap_mirror_values_of_arguments_are_not_shared() {
+    let text = log_chain(6, 64, false);
+    // w_i' = neg(w_i) marked ck.mirror, read by layer i's matmul.
+    let t = "tensor<64x64xf32>";
+    let mut out = String::new();
+    for line in text.lines() {
+        let mut l = line.to_string();
+        for i in 0..6 {
+            let pre = format!("%m{i} = \"ck.matmul\"(");
+            if l.trim_start().starts_with(&pre) {
+                out += &format!("    %c{i} = \"ck.neg\"(%w{i}) {{ck.mirror}} : ({t}) -> {t}\n");
+                l = l.replace(&format!(", %w{i})"), &format!(", %c{i})"));
+            }
+        }
+        out += &l;
+        out.push('\n');
+    }
+    let f = grad_of(&out);
+    let (g, _) = try_run(&f, &o(Mode::Sqrt, None)).unwrap();
+    same_results(&f, &g);
+    assert!(!reads_a_mirror_value(&g));
+    // Each recomputed copy is read by exactly one op (no sharing between reads).
+    let copies: Vec<ckopt_ir::ValueId> = g
+        .body
+        .iter()
+        .filter(|op| op.kind == ckopt_ir::OpKind::Neg && op.has_attr(ckopt_ir::ops::ATTR_RECOMPUTE))
+        .filter_map(|op| op.result)
+        .collect();
+    assert!(copies.len() >= 5, "{} copies\n{}", copies.len(), ckopt_ir::print_module(&Module { funcs: vec![g.clone()] }));
+    for c in copies {
+        let readers = g.body.iter().filter(|op| op.operands.contains(&c)).count();
+        assert_eq!(readers, 1, "a cheap mirror copy is shared");
+    }
+}
