@@ -104,16 +104,21 @@ def test_plan_is_ckopts():
     assert "f_grad" in sq.module.functions
 
 
+MODELS = {"mlp": (MLP, mlp_batch), "cnn": (CNN, cnn_batch), "gpt": (GPT, gpt_batch)}
+
+
 @pytest.mark.parametrize("executor", EXECUTORS)
-def test_adamw_scheduler_clipping_match_eager(executor):
+@pytest.mark.parametrize("name", list(MODELS))
+def test_adamw_scheduler_clipping_match_eager(name, executor):
+    make, batch_of = MODELS[name]
     torch.manual_seed(0)
-    ref = MLP()
+    ref = make()
     model = copy.deepcopy(ref)
-    cm = ct.compile(model, mlp_batch(0), mode="sqrt", executor=executor)
+    cm = ct.compile(model, batch_of(0), mode="sqrt", executor=executor)
     opts = [torch.optim.AdamW(m.parameters(), lr=1e-2, weight_decay=0.1) for m in (ref, cm)]
     scheds = [torch.optim.lr_scheduler.StepLR(o, 2, 0.5) for o in opts]
     for step in range(5):
-        batch = mlp_batch(10 + step)
+        batch = batch_of(10 + step)
         losses = []
         for m, o, s in zip((ref, cm), opts, scheds):
             o.zero_grad()
@@ -128,7 +133,7 @@ def test_adamw_scheduler_clipping_match_eager(executor):
         assert rel(a, b) <= 1e-5, k
     # state_dict is the model's: keys without a prefix, loadable into eager.
     assert list(cm.state_dict().keys()) == list(ref.state_dict().keys())
-    fresh = MLP()
+    fresh = make()
     fresh.load_state_dict(cm.state_dict())
     assert all(torch.equal(a, b) for a, b in zip(fresh.parameters(), model.parameters()))
 
