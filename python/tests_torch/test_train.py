@@ -30,13 +30,20 @@ def eager_step(model, batch):
     return loss.detach(), grads(model)
 
 
+MODELS = {"mlp": (MLP, mlp_batch), "cnn": (CNN, cnn_batch), "gpt": (GPT, gpt_batch)}
+
+
 @pytest.mark.parametrize("executor", EXECUTORS)
 @pytest.mark.parametrize("mode", MODES)
-def test_mlp_loss_and_grads_match_eager(mode, executor):
+@pytest.mark.parametrize("name", list(MODELS))
+def test_loss_grads_buffers_match_eager(name, mode, executor):
+    """MLP (MSE), CNN (BatchNorm, pooling, integer labels), GPT (embeddings,
+    layer norm, causal attention, gelu, cross_entropy)."""
+    make, batch_of = MODELS[name]
     torch.manual_seed(0)
-    ref = MLP()
+    ref = make()
     model = copy.deepcopy(ref)
-    batch = mlp_batch(1)
+    batch = batch_of(2)
     cm = ct.compile(model, batch, mode=mode, executor=executor, **opts_for(mode, ref, batch))
     want_loss, want = eager_step(ref, batch)
     loss = cm(*batch)
@@ -45,41 +52,6 @@ def test_mlp_loss_and_grads_match_eager(mode, executor):
     assert rel(loss, want_loss) <= 1e-5
     got = grads(model)
     assert got.keys() == want.keys()
-    for k in want:
-        assert rel(got[k], want[k]) <= 1e-5, k
-
-
-@pytest.mark.parametrize("executor", EXECUTORS)
-@pytest.mark.parametrize("mode", MODES)
-def test_gpt_match_eager(mode, executor):
-    torch.manual_seed(0)
-    ref = GPT()
-    model = copy.deepcopy(ref)
-    batch = gpt_batch(4)
-    cm = ct.compile(model, batch, mode=mode, executor=executor, **opts_for(mode, ref, batch))
-    want_loss, want = eager_step(ref, batch)
-    loss = cm(*batch)
-    loss.backward()
-    assert rel(loss, want_loss) <= 1e-5
-    got = grads(model)
-    assert got.keys() == want.keys()
-    for k in want:
-        assert rel(got[k], want[k]) <= 1e-5, k
-
-
-@pytest.mark.parametrize("executor", EXECUTORS)
-@pytest.mark.parametrize("mode", MODES)
-def test_cnn_batchnorm_labels_match_eager(mode, executor):
-    torch.manual_seed(0)
-    ref = CNN()
-    model = copy.deepcopy(ref)
-    batch = cnn_batch(2)
-    cm = ct.compile(model, batch, mode=mode, executor=executor, **opts_for(mode, ref, batch))
-    want_loss, want = eager_step(ref, batch)
-    loss = cm(*batch)
-    loss.backward()
-    assert rel(loss, want_loss) <= 1e-5
-    got = grads(model)
     for k in want:
         assert rel(got[k], want[k]) <= 1e-5, k
     # BatchNorm's running statistics are written back as eager does.
@@ -102,9 +74,6 @@ def test_plan_is_ckopts():
     again = ckopt.parse(sq.ck_text).optimize(sq.plan + ",fuse,memplan").memory_report("f_grad")
     assert again == rep
     assert "f_grad" in sq.module.functions
-
-
-MODELS = {"mlp": (MLP, mlp_batch), "cnn": (CNN, cnn_batch), "gpt": (GPT, gpt_batch)}
 
 
 @pytest.mark.parametrize("executor", EXECUTORS)
