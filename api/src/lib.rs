@@ -39,6 +39,9 @@ pub use ckopt_passes::analysis::report::MemoryReport;
 pub use ckopt_passes::remat::curve::{Curve, CurvePoint};
 pub use ckopt_runtime::Report as RunReport;
 pub use ckopt_onnx::{ImportOptions, Loss, NamedTensor, Params};
+pub use ckopt_passes::sgd::{AdamWOptions, SgdOptions, StepRule};
+pub use ckopt_passes::train::Hyper;
+pub use ckopt_train::{Dataset, EvalResult, JobResult, Schedule, ScheduleKind};
 
 /// What failed, so that callers (the Python package's exception classes,
 /// a frontend's error handling) can tell errors apart without parsing
@@ -81,6 +84,10 @@ pub struct Error {
 impl Error {
     pub fn new(kind: ErrorKind, diags: impl Into<Diags>, source: Option<String>) -> Error {
         Error { kind, diags: diags.into(), source }
+    }
+    /// An `Input` error with this message.
+    pub fn input(m: impl std::fmt::Display) -> Error {
+        err(ErrorKind::Input, m)
     }
     /// The error as the command-line tools print it: each diagnostic
     /// `FILE:LINE:COL: error: MESSAGE`, with the source line and a caret
@@ -483,7 +490,10 @@ pub struct Trainer {
     step_fn: Func,
     loss_fn: Func,
     n_args: usize,
-    lr: f32,
+    /// The hyperparameters given (a name not set takes the step's default).
+    hyper: Hyper,
+    backend: Option<ckopt_runtime::Backend>,
+    schedule: Option<Schedule>,
     steps: usize,
     report: Option<RunReport>,
 }
@@ -495,8 +505,19 @@ impl Trainer {
     /// compiles it for `target`. Load the arguments with `load` before `step`.
     /// Errors: `Compile`.
     pub fn new(module: &Module, model: &str, target: Target, lr: f32) -> Result<Trainer, Error> {
+        let rule = StepRule::Sgd(SgdOptions { lr, ..Default::default() });
+        Trainer::with_rule(module, model, target, &rule, Hyper::lr(lr))
+    }
+
+    /// As `new` with any update rule (`StepRule::AdamW`, SGD with momentum
+    /// or clipping) for a step built here, and the hyperparameters `hyper`
+    /// given to the step every step (its `{ck.hyper}` inputs; a name not set
+    /// takes the step's default). Errors: `Compile`; `Input` for a
+    /// hyperparameter the step does not take.
+    pub fn with_rule(module: &Module, model: &str, target: Target, rule: &StepRule, hyper: Hyper) -> Result<Trainer, Error> {
         let mut m = module.clone();
-        let sig = ckopt_passes::train::prepare(&mut m, model, &ckopt_passes::sgd::SgdOptions { lr, ..Default::default() })?;
+        let sig = ckopt_passes::train::prepare(&mut m, model, rule)?;
+        hyper.check(&sig).map_err(|d| Error::new(ErrorKind::Input, d, None))?;
         let loss_fn = find(&m, &sig.loss_func)?.clone();
         let n_args = loss_fn.params.len();
         let backend = backend(target);
@@ -509,7 +530,7 @@ impl Trainer {
             None => Box::new(ckopt_interp::InterpExec::new(m, &sig.step_func, zeros)?),
             Some(b) => Box::new(ckopt_runtime::Executor::new(&step_fn, b, &PtxOptions::default())?),
         };
-        Ok(Trainer { exec, sig, step_fn, loss_fn, n_args, lr, steps: 0, report: None })
+        Ok(Trainer { exec, sig, step_fn, loss_fn, n_args, hyper, backend, schedule: None, steps: 0, report: None })
     }
 
     /// Loads the model's arguments (inputs and initial parameters, in the
@@ -529,7 +550,10 @@ impl Trainer {
     pub fn step(&mut self) -> Result<f32, Error> {
         self.steps += 1;
         let t = std::time::Instant::now();
-        let loss = ckopt_passes::train::step_once(self.exec.as_mut(), &self.sig, self.steps, self.lr)
+        if let Some(s) = &self.schedule {
+            self.hyper.set("lr", s.lr_at(self.steps));
+        }
+        let loss = ckopt_passes::train::step_once(self.exec.as_mut(), &self.sig, self.steps, &self.hyper)
             .map_err(|d| Error::new(ErrorKind::Run, d, None))?;
         self.report = Some(RunReport {
             function: self.sig.step_func.clone(),
@@ -614,6 +638,108 @@ impl Trainer {
     /// The memory report (docs/memory.md) of the step function.
     pub fn memory_report(&self) -> MemoryReport {
         ckopt_passes::analysis::report::memory_report(&self.step_fn)
+    }
+
+    /// Sets a hyperparameter input (`"lr"`, `"momentum"`, `"beta1"`, ...)
+    /// for the following steps. Errors: `Input` when the step has no such input.
+    pub fn set_hyper(&mut self, name: &str, value: f32) -> Result<(), Error> {
+        let mut h = self.hyper.clone();
+        h.set(name, value);
+        h.check(&self.sig).map_err(|d| Error::new(ErrorKind::Input, d, None))?;
+        self.hyper = h;
+        Ok(())
+    }
+
+    /// The learning rate of each following step from `schedule` (by the
+    /// step number); `None`: the `lr` set (or the step's default).
+    pub fn set_schedule(&mut self, schedule: Option<Schedule>) {
+        self.schedule = schedule;
+    }
+
+    /// The value each hyperparameter input gets at the next step.
+    pub fn hyperparameters(&self) -> Vec<(String, f32)> {
+        let mut h = self.hyper.clone();
+        if let Some(s) = &self.schedule {
+            h.set("lr", s.lr_at(self.steps + 1));
+        }
+        h.values(&self.sig, self.steps + 1).into_iter().map(|(_, n, v)| (n, v)).collect()
+    }
+
+    /// Writes a checkpoint (parameters, optimizer state, step) into `dir`,
+    /// atomically (docs/training.md). Errors: `Run` (I/O).
+    pub fn save(&self, dir: &str) -> Result<(), Error> {
+        let spec = self.job_spec(0, None, None, None);
+        ckopt_train::job::save_checkpoint(std::path::Path::new(dir), self.exec.as_ref(), &self.step_fn, &self.sig, &spec, None, self.steps)
+            .map(|_| ())
+            .map_err(|m| err(ErrorKind::Run, m))
+    }
+
+    /// Loads the checkpoint in `dir` (refused whole when it is not one of
+    /// this model): parameters, optimizer state, and the step counter, so
+    /// the following steps continue exactly. Errors: `Input`.
+    pub fn resume(&mut self, dir: &str) -> Result<usize, Error> {
+        let (step, _) = ckopt_train::job::resume_into(self.exec.as_mut(), &self.step_fn, &self.sig, std::path::Path::new(dir))
+            .map_err(|m| err(ErrorKind::Input, m))?;
+        self.steps = step;
+        Ok(step)
+    }
+
+    fn job_spec(&self, steps: usize, shuffle: Option<u64>, eval_every: Option<usize>, save: Option<(&str, Option<usize>)>) -> ckopt_train::JobSpec {
+        ckopt_train::JobSpec {
+            steps,
+            shuffle,
+            hyper: self.hyper.clone(),
+            schedule: self.schedule,
+            eval_every,
+            save_dir: save.map(|s| std::path::PathBuf::from(s.0)),
+            save_every: save.and_then(|s| s.1),
+            resume: None,
+            info: serde_json::json!({"api": "ckopt::Trainer"}),
+        }
+    }
+
+    /// Trains on a safetensors dataset (docs/training.md: one tensor per
+    /// batch argument, examples along dimension 0, validated before any
+    /// step): `steps` steps from the current step, batches by `shuffle`
+    /// seed (per epoch), evaluation on `eval` every `eval_every` steps and
+    /// at the end (on the interpreter: the loss function; cpu/cuda: compiled
+    /// once), checkpoints into `save` every N steps and at the end.
+    /// Errors: `Input` (the dataset), `Run`.
+    pub fn fit(
+        &mut self,
+        data: &str,
+        steps: usize,
+        shuffle: Option<u64>,
+        eval: Option<&str>,
+        eval_every: Option<usize>,
+        save: Option<(&str, Option<usize>)>,
+    ) -> Result<JobResult, Error> {
+        let input = |e: ckopt_train::DataError| err(ErrorKind::Input, e.to_string());
+        let d = std::sync::Arc::new(Dataset::open(data, &self.loss_fn, &self.sig.params).map_err(input)?);
+        let mut evaluator = match eval {
+            Some(p) => {
+                let ed = Dataset::open(p, &self.loss_fn, &self.sig.params).map_err(input)?;
+                let (ef, target) = ckopt_train::eval_function(&self.loss_fn, &self.sig.params);
+                let mut em = Module { funcs: vec![ef.clone()] };
+                let zeros: Vec<Tensor> = ef.params.iter().map(|p| Tensor::zeros_of(ef.ty(p.value))).collect::<Result<_, _>>()?;
+                let exec: Box<dyn ckopt_interp::StepExec> = match self.backend {
+                    None => Box::new(ckopt_interp::InterpExec::new(em, &ef.name, zeros)?),
+                    Some(b) => {
+                        ckopt_passes::train::plan_if_needed(&mut em, &ef.name, "fuse,memplan")?;
+                        let f = find(&em, &ef.name)?.clone();
+                        Box::new(ckopt_runtime::Executor::new(&f, b, &PtxOptions::default())?)
+                    }
+                };
+                Some(ckopt_train::Evaluator { exec, data: ed, params: self.sig.params.clone(), target })
+            }
+            None => None,
+        };
+        let spec = self.job_spec(steps, shuffle, eval_every, save);
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let r = ckopt_train::job::run(self.exec.as_mut(), &self.sig, &self.step_fn, Some(d), evaluator.as_mut(), &spec, self.steps, &stop, &mut ckopt_train::Quiet)
+            .map_err(|m| err(ErrorKind::Run, m))?;
+        self.steps += r.losses.len();
+        Ok(r)
     }
 }
 

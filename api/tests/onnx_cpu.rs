@@ -19,10 +19,22 @@ fn tensor(t: &ckopt::NamedTensor) -> Tensor {
     Tensor::new(t.shape.iter().map(|&d| d as usize).collect(), t.data.clone()).unwrap()
 }
 
+/// Whether a value of the module's first function is not f32.
+fn has_non_f32(m: &ckopt::Module) -> bool {
+    let f = &m.funcs[0];
+    f.params.iter().map(|p| p.value).chain(f.body.iter().filter_map(|o| o.result)).any(|v| f.ty(v).dtype != ckopt::DType::F32)
+}
+
+/// A tensor of a test-data tensor's element type.
+fn typed(t: ckopt_onnx::TypedTensor) -> Tensor {
+    let shape: Vec<usize> = t.shape.iter().map(|&d| d as usize).collect();
+    if t.dtype.is_float() { Tensor::from_floats(shape, t.dtype, t.floats).unwrap() } else { Tensor::from_ints(shape, t.dtype, t.ints).unwrap() }
+}
+
 #[test]
 fn onnx_node_cases_match_their_expected_outputs_on_cpu() {
     let mut failures = Vec::new();
-    let (mut ran, mut rejected) = (0, 0);
+    let (mut ran, mut rejected, mut not_lowered) = (0, 0, 0);
     for dir in common::node_cases() {
         let name = dir.file_name().unwrap().to_string_lossy().to_string();
         // Import errors are pinned case by case by ckopt-onnx's node_cases test.
@@ -31,17 +43,23 @@ fn onnx_node_cases_match_their_expected_outputs_on_cpu() {
             continue;
         };
         let fname = m.funcs[0].name.clone();
-        let mut inputs: Vec<Tensor> = common::tensors(&dir, "input").iter().map(tensor).collect();
+        let mut inputs: Vec<Tensor> = common::typed_tensors(&dir, "input").into_iter().map(typed).collect();
         inputs.extend(params_tensors(&params).unwrap());
         let out = match compile(&m, &fname, Target::Cpu).and_then(|mut c| c.run(&inputs)) {
             Ok(o) => o,
+            // The one refusal allowed: integer/bool values, which the cpu
+            // backend does not lower yet, and only in a case that has them.
+            Err(e) if e.to_string().contains("is not supported by the lowering (f32 only)") && has_non_f32(&m) => {
+                not_lowered += 1;
+                continue;
+            }
             Err(e) => {
                 failures.push(format!("{name}: {e}"));
                 continue;
             }
         };
-        for (k, (g, w)) in out.iter().zip(common::tensors(&dir, "output")).enumerate() {
-            match common::excess(&g.data, &w.data, 1e-5, 1e-6) {
+        for (k, (g, w)) in out.iter().zip(common::typed_tensors(&dir, "output")).enumerate() {
+            match common::compare(g.dtype, &g.data, &g.ints, &w, 1e-5, 1e-6) {
                 Ok(0.0) => {}
                 Ok(e) => failures.push(format!("{name}: output {k} off by {e:e} beyond tolerance")),
                 Err(m) => failures.push(format!("{name}: output {k}: {m}")),
@@ -49,7 +67,7 @@ fn onnx_node_cases_match_their_expected_outputs_on_cpu() {
         }
         ran += 1;
     }
-    eprintln!("{ran} ONNX node cases ran on cpu ({rejected} rejected at import)");
+    eprintln!("{ran} ONNX node cases ran on cpu ({rejected} rejected at import, {not_lowered} with integer/bool values not lowered)");
     assert!(ran > 250, "only {ran} cases ran");
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }

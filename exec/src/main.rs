@@ -224,6 +224,7 @@ fn train(cli: &Cli, bundle: Bundle, name: &str) -> Result<(), ToolError> {
         params: ts.params.clone(),
         state: ts.state.clone(),
         step_key: ts.step_key,
+        hypers: ts.hypers.clone(),
         built_step: false,
         built_grad: false,
     };

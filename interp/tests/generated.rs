@@ -10,7 +10,7 @@ use proptest::prelude::*;
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
     #[test]
-    fn generated_modules_run_and_stay_finite(m in arb_module(&GenConfig::default().annotated()), seed in 0u64..4) {
+    fn generated_modules_run_and_stay_finite(m in prop_oneof![arb_module(&GenConfig::default().annotated()), arb_module(&GenConfig::default().annotated().with_int_ops())], seed in 0u64..4) {
         prop_assert!(verify_module(&m).is_ok());
         let f = &m.funcs[0];
         let inputs = random_inputs(f, seed);
@@ -27,8 +27,7 @@ proptest! {
 
 #[test]
 fn many_seeds_run_finite_and_deterministically() {
-    let cfg = GenConfig::default();
-    for seed in 0..300 {
+    for (seed, cfg) in (0..300).map(|s| (s, GenConfig::default())).chain((0..200).map(|s| (s, GenConfig::default().with_int_ops()))) {
         let m = gen_module(&cfg, seed);
         let inputs = random_inputs(&m.funcs[0], seed);
         let (a, st) = run_func_with_stats(&m, "f", &inputs).unwrap_or_else(|d| panic!("seed {seed}: {d}\n{}", print_module(&m)));

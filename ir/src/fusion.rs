@@ -137,7 +137,7 @@ pub fn analyze(f: &Func) -> Fusion {
 /// Op kinds that can be evaluated element by element inside a kernel.
 pub fn is_elemental(k: OpKind) -> bool {
     use OpKind::*;
-    k.is_elementwise() || matches!(k, Fill | Broadcast | Reshape | Transpose | Slice)
+    k.is_elementwise() || matches!(k, Fill | Iota | Broadcast | Reshape | Transpose | Slice)
 }
 
 /// Op kinds a group may contain.

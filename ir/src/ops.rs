@@ -202,6 +202,13 @@ pub const ATTR_STEP: &str = "ck.step";
 pub const ATTR_OPT_STATE: &str = "ck.opt_state";
 /// Every argument attribute ckopt knows (all unit attributes).
 pub const ARG_ATTRS: &[&str] = &[ATTR_PARAM, ATTR_DONATE, ATTR_STEP, ATTR_OPT_STATE];
+/// Argument attribute (string): a hyperparameter input of a step function
+/// (`"lr"`, `"momentum"`, `"beta1"`, ...): a rank-0 f32 argument that the
+/// trainer sets before every step (`sgd`, `adamw`; `ckopt_passes::train::Hyper`).
+pub const ATTR_HYPER: &str = "ck.hyper";
+/// Argument attribute (f32): the value a trainer gives a `ck.hyper`
+/// argument when its user sets none (the pass option it was built with).
+pub const ATTR_HYPER_DEFAULT: &str = "ck.hyper_default";
 /// Argument attribute: the argument's external name (a string), by which
 /// weights files (safetensors) map to it; importers keep the source
 /// framework's parameter names here.
@@ -227,9 +234,16 @@ impl OpKind {
         use OpKind::*;
         matches!(self, Add | Sub | Mul | Div | Max | ReluGrad)
     }
+    /// The elementwise ops of the mixed class: comparisons, logic, select
+    /// and cast (their operands and results may differ in element type and
+    /// size; each has its own type rule in `crate::mixed`).
+    pub fn is_mixed_elementwise(self) -> bool {
+        use OpKind::*;
+        matches!(self, Eq | Ne | Lt | Le | Gt | Ge | And | Or | Not | Select | Cast)
+    }
     /// Elementwise ops: result element i depends only on operand element i.
     pub fn is_elementwise(self) -> bool {
-        self.is_unary_elementwise() || self.is_binary_elementwise()
+        self.is_unary_elementwise() || self.is_binary_elementwise() || self.is_mixed_elementwise()
     }
     /// The expensive ops that remat keeps unless the budget forces otherwise.
     pub fn is_compute_heavy(self) -> bool {

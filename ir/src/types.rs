@@ -107,6 +107,10 @@ impl TensorType {
     pub fn with_shape(&self, shape: Vec<u64>) -> TensorType {
         TensorType { shape, dtype: self.dtype }
     }
+    /// Same shape, other element type.
+    pub fn with_dtype(&self, dtype: DType) -> TensorType {
+        TensorType { shape: self.shape.clone(), dtype }
+    }
 }
 
 impl fmt::Display for TensorType {

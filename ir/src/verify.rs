@@ -17,7 +17,7 @@
 use crate::attr::{Attr, Attrs};
 use crate::diag::{Diag, Diags, Loc};
 use crate::func::{Func, Module};
-use crate::ops::{ARG_ATTRS, ATTR_ARENA_BYTES, ATTR_NAME, OpKind, infer_type};
+use crate::ops::{ARG_ATTRS, ATTR_ARENA_BYTES, ATTR_HYPER, ATTR_HYPER_DEFAULT, ATTR_NAME, OpKind, infer_type};
 use crate::types::TensorType;
 use std::collections::HashSet;
 
@@ -31,6 +31,8 @@ enum FuncAttrError {
     NotBytes { what: &'static str, key: String },
     #[error("{what} attribute '{key}' must be a string, got {got}")]
     NotString { what: &'static str, key: String, got: &'static str },
+    #[error("{what} attribute '{key}' must be an f32 float, got {got}")]
+    NotF32 { what: &'static str, key: String, got: &'static str },
     #[error("unknown {what} attribute '{key}' (known: {})", known.join(", "))]
     Unknown { what: &'static str, key: String, known: Vec<&'static str> },
 }
@@ -51,6 +53,9 @@ fn check_func_attrs(attrs: &Attrs, known: &[(&'static str, &str)], what: &'stati
             Some((_, "string")) if !matches!(a, Attr::Str(_)) => {
                 return Err(FuncAttrError::NotString { what, key: key(), got: a.kind_name() });
             }
+            Some((_, "f32")) if !matches!(a, Attr::F32(_)) => {
+                return Err(FuncAttrError::NotF32 { what, key: key(), got: a.kind_name() });
+            }
             Some(_) => {}
             None if !k.contains('.') || k.starts_with("ck.") => {
                 return Err(FuncAttrError::Unknown { what, key: key(), known: known.iter().map(|(n, _)| *n).collect() });
@@ -69,7 +74,7 @@ pub fn verify_func(f: &Func, diags: &mut Diags) {
         diags.push(at(&f.loc, format!("@{}: {m}", f.name)));
     }
     for (i, p) in f.params.iter().enumerate() {
-        let known: Vec<(&'static str, &str)> = ARG_ATTRS.iter().map(|&a| (a, "unit")).chain([(ATTR_NAME, "string")]).collect();
+        let known: Vec<(&'static str, &str)> = ARG_ATTRS.iter().map(|&a| (a, "unit")).chain([(ATTR_NAME, "string"), (ATTR_HYPER, "string"), (ATTR_HYPER_DEFAULT, "f32")]).collect();
         if let Err(m) = check_func_attrs(&p.attrs, &known, "argument") {
             diags.push(at(&f.loc, format!("@{} argument #{i}: {m}", f.name)));
         }

@@ -136,6 +136,8 @@ fn pass_attributes_in_docs_match_the_table() {
         want.push((a, "unit", "argument"));
     }
     want.push((ATTR_NAME, "string", "argument"));
+    want.push((ckopt_ir::ops::ATTR_HYPER, "string", "argument"));
+    want.push((ckopt_ir::ops::ATTR_HYPER_DEFAULT, "f32", "argument"));
     let mut problems = Vec::new();
     for (name, kind, place) in want {
         match rows.remove(name) {

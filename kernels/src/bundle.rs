@@ -73,7 +73,7 @@ pub struct CudaKernel {
 }
 
 /// The training signature of a step function (`sgd`'s `@NAME_step`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TrainSig {
     pub loss_func: String,
     pub grad_func: String,
@@ -86,6 +86,9 @@ pub struct TrainSig {
     pub state: Vec<usize>,
     /// The `{ck.step}` argument (dropout key), if any.
     pub step_key: Option<usize>,
+    /// The `{ck.hyper}` arguments: (index, name, default).
+    #[serde(default)]
+    pub hypers: Vec<(usize, String, f32)>,
 }
 
 /// A compiled module for the cuda runtime.
@@ -122,6 +125,10 @@ impl StepProgram {
                 if on {
                     attrs.insert(name.into(), Attr::Unit);
                 }
+            }
+            if let Some((name, d)) = &a.hyper {
+                attrs.insert(ckopt_ir::ops::ATTR_HYPER.into(), Attr::Str(name.clone()));
+                attrs.insert(ckopt_ir::ops::ATTR_HYPER_DEFAULT.into(), Attr::F32(*d));
             }
             debug_assert_eq!(attrs.contains_key(ATTR_PARAM), a.param);
         }
@@ -292,6 +299,7 @@ mod tests {
                 donated: false,
                 step_key: false,
                 opt_state: false,
+                hyper: None,
             }],
             results: vec![ResultInfo { shape: vec![4], slot: slot(BufId::Arena, 0, 16) }],
             steps: vec![Step::Kernel { kernel: 0, args: vec![slot(BufId::Arg(0), 0, 16), slot(BufId::Arena, 0, 16)], op }],

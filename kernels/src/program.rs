@@ -141,7 +141,7 @@ impl Step {
 }
 
 /// What a function argument is.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ArgInfo {
     pub name: String,
     pub shape: Vec<u64>,
@@ -153,6 +153,9 @@ pub struct ArgInfo {
     pub step_key: bool,
     /// `{ck.opt_state}`: optimizer state (momentum).
     pub opt_state: bool,
+    /// `{ck.hyper = NAME, ck.hyper_default = V}`: a hyperparameter input.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hyper: Option<(String, f32)>,
 }
 
 /// Where a result is after the step.
@@ -369,6 +372,10 @@ pub fn build_program(f: &Func, cache: &mut KernelCache) -> Result<StepProgram, D
             donated: p.attrs.contains_key(ATTR_DONATE),
             step_key: p.attrs.contains_key(ATTR_STEP),
             opt_state: p.attrs.contains_key(ATTR_OPT_STATE),
+            hyper: match (p.attrs.get(ckopt_ir::ops::ATTR_HYPER), p.attrs.get(ckopt_ir::ops::ATTR_HYPER_DEFAULT)) {
+                (Some(ckopt_ir::Attr::Str(n)), d) => Some((n.clone(), if let Some(ckopt_ir::Attr::F32(x)) = d { *x } else { 0.0 })),
+                _ => None,
+            },
         })
         .collect();
     let results = l

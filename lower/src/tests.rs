@@ -7,6 +7,31 @@ use crate::gpu::{CudaOptions, compile_bundle};
 use crate::testcases::{naive_plan, op_cases};
 use ckopt_ir::OpKind;
 
+/// The ops the lowering does not compile yet (their integer, bool and index
+/// values are refused by the f32-only layout; docs/cpu.md, docs/cuda.md):
+/// they have no backend case, and `not_lowered_ops_are_refused_at_the_op`
+/// pins the error. Shrinks to empty as they are lowered.
+const NOT_LOWERED: &[OpKind] = &[
+    OpKind::Gather,
+    OpKind::GatherGrad,
+    OpKind::TakeAlong,
+    OpKind::TakeAlongGrad,
+    OpKind::Eq,
+    OpKind::Ne,
+    OpKind::Lt,
+    OpKind::Le,
+    OpKind::Gt,
+    OpKind::Ge,
+    OpKind::And,
+    OpKind::Or,
+    OpKind::Not,
+    OpKind::Select,
+    OpKind::Cast,
+    OpKind::Iota,
+    OpKind::CrossEntropy,
+    OpKind::CrossEntropyGrad,
+];
+
 #[test]
 fn every_op_kind_has_a_case() {
     let cases = op_cases();
@@ -14,7 +39,37 @@ fn every_op_kind_has_a_case() {
         if k == OpKind::Return {
             continue;
         }
-        assert!(cases.iter().any(|f| f.body.iter().any(|o| o.kind == k)), "no test case for ck.{}", k.name());
+        let has = cases.iter().any(|f| f.body.iter().any(|o| o.kind == k));
+        if NOT_LOWERED.contains(&k) {
+            assert!(!has, "ck.{} has a backend case: take it off NOT_LOWERED", k.name());
+        } else {
+            assert!(has, "no test case for ck.{}", k.name());
+        }
+    }
+}
+
+/// Compiling a not-lowered op is a located error naming the op (the
+/// layout's element-type check, or the emitter for an all-f32 cast or
+/// iota), never a panic or a wrong kernel.
+#[test]
+fn not_lowered_ops_are_refused_at_the_op() {
+    let cases = [
+        ("ck.gather", "%t: tensor<4x2xf32>, %i: tensor<3xi64>", "\"ck.gather\"(%t, %i) {axis = 0} : (tensor<4x2xf32>, tensor<3xi64>) -> tensor<3x2xf32>", "tensor<3x2xf32>"),
+        ("ck.select", "%c: tensor<4xi1>, %a: tensor<4xf32>", "\"ck.select\"(%c, %a, %a) : (tensor<4xi1>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>", "tensor<4xf32>"),
+        ("ck.cross_entropy", "%l: tensor<2x3xf32>, %lab: tensor<2xi64>", "\"ck.cross_entropy\"(%l, %lab) : (tensor<2x3xf32>, tensor<2xi64>) -> tensor<f32>", "tensor<f32>"),
+        ("ck.cast", "%a: tensor<4xf32>", "\"ck.cast\"(%a) : (tensor<4xf32>) -> tensor<4xf32>", "tensor<4xf32>"),
+        ("ck.iota", "%a: tensor<4xf32>", "\"ck.iota\"() {dim = 0} : () -> tensor<4xf32>", "tensor<4xf32>"),
+    ];
+    for (name, args, op, ty) in cases {
+        let text = format!("func.func @f({args}) -> {ty} {{\n  %y = {op}\n  \"ck.return\"(%y) : ({ty}) -> ()\n}}\n");
+        let m = ckopt_ir::parse_and_verify(&text, "t.ck").unwrap_or_else(|d| panic!("{name}: {d}"));
+        let mut f = m.funcs[0].clone();
+        naive_plan(&mut f);
+        let e = match compile_bundle(&[&f], &CudaOptions::default()) {
+            Ok(_) => panic!("{name} compiled, but it is not lowered"),
+            Err(e) => e.to_string(),
+        };
+        assert!(e.contains(name) && (e.contains("not supported by the lowering") || e.contains("lowering yet") || e.contains("cannot be evaluated")), "{name}: {e}");
     }
 }
 

@@ -15,7 +15,7 @@
 //! Complexity: O(1) per op built (plus the op's operand/shape sizes).
 
 use crate::BuildError;
-use ckopt_ir::{Attr, Attrs, Func, Loc, OpKind, TensorType, ValueId, attrs};
+use ckopt_ir::{Attr, Attrs, DType, Func, Loc, OpKind, TensorType, ValueId, attrs};
 
 /// `a * b` or an error naming what overflowed.
 pub(crate) fn mul(a: u64, b: u64, what: &'static str) -> Result<u64, BuildError> {
@@ -46,6 +46,45 @@ impl Builder {
             return Err(BuildError::ArgTooLarge { name: name.to_string(), ty });
         }
         Ok(self.f.add_param(name, ty, param))
+    }
+
+    /// An argument of any element type (token ids, labels).
+    pub fn arg_typed(&mut self, name: &str, shape: &[u64], dtype: DType, param: bool) -> Result<ValueId, BuildError> {
+        let ty = TensorType::new(shape.to_vec(), dtype);
+        if ty.byte_size().is_none() {
+            return Err(BuildError::ArgTooLarge { name: name.to_string(), ty });
+        }
+        Ok(self.f.add_param(name, ty, param))
+    }
+
+    /// Any op with a fully declared result type (or none, inferred).
+    pub fn op_typed(
+        &mut self,
+        kind: OpKind,
+        operands: &[ValueId],
+        attrs: Attrs,
+        declared: Option<TensorType>,
+        name: &str,
+    ) -> Result<ValueId, BuildError> {
+        self.f.push(kind, operands, attrs, declared, name, Loc::unknown()).map_err(BuildError::Ir)
+    }
+
+    /// Reshape keeping the operand's element type.
+    pub fn reshape_typed(&mut self, x: ValueId, shape: &[u64], name: &str) -> Result<ValueId, BuildError> {
+        let ty = TensorType::new(shape.to_vec(), self.f.ty(x).dtype);
+        self.op_typed(OpKind::Reshape, &[x], Attrs::new(), Some(ty), name)
+    }
+
+    /// GELU, the erf form (PyTorch's default): `0.5·x·(1 + erf(x/sqrt 2))`
+    /// from scale, erf, fill, add, mul. Names `gelu{tag}_*`, `gelu{tag}`.
+    pub fn gelu(&mut self, x: ValueId, tag: &str) -> Result<ValueId, BuildError> {
+        let shape = self.shape(x);
+        let xs = self.scale(x, std::f32::consts::FRAC_1_SQRT_2, &format!("gelu{tag}_xs"))?;
+        let e = self.unary(OpKind::Erf, xs, &format!("gelu{tag}_erf"))?;
+        let one = self.fill(&shape, 1.0, &format!("gelu{tag}_one"))?;
+        let e1 = self.binary(OpKind::Add, e, one, &format!("gelu{tag}_1p"))?;
+        let hx = self.scale(x, 0.5, &format!("gelu{tag}_half"))?;
+        self.binary(OpKind::Mul, hx, e1, &format!("gelu{tag}"))
     }
 
     pub fn shape(&self, v: ValueId) -> Vec<u64> {

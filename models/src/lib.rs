@@ -17,6 +17,11 @@
 //!   convs, global average pool, linear head, softmax cross-entropy.
 //! - `transformer`: `depth` pre-LN encoder layers (multi-head attention with
 //!   batched matmul and softmax from primitives, then an MLP), MSE loss.
+//! - `gpt`: a decoder-only language model: token and position embeddings
+//!   (`gather`), `depth` pre-LN blocks with causal attention (mask from
+//!   `iota`/`ge`/`select` with -inf) and a GELU MLP, tied output head,
+//!   `cross_entropy` against integer next-token labels. Its arguments are
+//!   `(%ids, %labels, params...)`, both i64 `[batch, seq]`.
 //!
 //! Invariants out: the module verifies (`ckopt_ir::verify_module`); every
 //! trainable argument carries `{ck.param}`; `%x` and `%target` do not.
@@ -27,6 +32,7 @@
 //! (times `seq` for lstm).
 
 mod builder;
+mod gpt;
 mod lstm;
 mod mlp;
 mod resnet;
@@ -134,6 +140,7 @@ pub enum ModelKind {
     Lstm,
     Resnet,
     Transformer,
+    Gpt,
 }
 
 /// A size option of `ckopt-gen` (`--depth`, `--width`, ...).
@@ -147,10 +154,11 @@ pub enum SizeOpt {
     Channels,
     Image,
     Classes,
+    Vocab,
 }
 
 impl SizeOpt {
-    pub const ALL: [SizeOpt; 8] = [
+    pub const ALL: [SizeOpt; 9] = [
         SizeOpt::Depth,
         SizeOpt::Width,
         SizeOpt::Batch,
@@ -159,6 +167,7 @@ impl SizeOpt {
         SizeOpt::Channels,
         SizeOpt::Image,
         SizeOpt::Classes,
+        SizeOpt::Vocab,
     ];
     /// Option name without dashes (`depth`).
     pub fn name(self) -> &'static str {
@@ -171,6 +180,7 @@ impl SizeOpt {
             SizeOpt::Channels => "channels",
             SizeOpt::Image => "image",
             SizeOpt::Classes => "classes",
+            SizeOpt::Vocab => "vocab",
         }
     }
 }
@@ -187,6 +197,7 @@ pub struct GenOptions {
     pub channels: Option<u64>,
     pub image: Option<u64>,
     pub classes: Option<u64>,
+    pub vocab: Option<u64>,
 }
 
 impl GenOptions {
@@ -200,6 +211,7 @@ impl GenOptions {
             SizeOpt::Channels => self.channels,
             SizeOpt::Image => self.image,
             SizeOpt::Classes => self.classes,
+            SizeOpt::Vocab => self.vocab,
         }
     }
     pub fn set(&mut self, o: SizeOpt, v: Option<u64>) {
@@ -212,6 +224,7 @@ impl GenOptions {
             SizeOpt::Channels => &mut self.channels,
             SizeOpt::Image => &mut self.image,
             SizeOpt::Classes => &mut self.classes,
+            SizeOpt::Vocab => &mut self.vocab,
         };
         *slot = v;
     }
@@ -229,6 +242,7 @@ pub struct Sizes {
     pub channels: u64,
     pub image: u64,
     pub classes: u64,
+    pub vocab: u64,
 }
 
 impl Sizes {
@@ -242,12 +256,17 @@ impl Sizes {
             SizeOpt::Channels => self.channels,
             SizeOpt::Image => self.image,
             SizeOpt::Classes => self.classes,
+            SizeOpt::Vocab => self.vocab,
         }
     }
 }
 
 impl ModelKind {
-    pub const ALL: [ModelKind; 5] =
+    pub const ALL: [ModelKind; 6] =
+        [ModelKind::Mlp, ModelKind::Resmlp, ModelKind::Lstm, ModelKind::Resnet, ModelKind::Transformer, ModelKind::Gpt];
+    /// The models whose every value is f32: what the cpu and cuda lowering
+    /// take today (gpt has integer token ids, labels and masks).
+    pub const F32_ONLY: [ModelKind; 5] =
         [ModelKind::Mlp, ModelKind::Resmlp, ModelKind::Lstm, ModelKind::Resnet, ModelKind::Transformer];
 
     /// The model's name, which is also the generated function's name.
@@ -258,6 +277,7 @@ impl ModelKind {
             ModelKind::Lstm => "lstm",
             ModelKind::Resnet => "resnet",
             ModelKind::Transformer => "transformer",
+            ModelKind::Gpt => "gpt",
         }
     }
 
@@ -273,6 +293,7 @@ impl ModelKind {
             ModelKind::Lstm => &[(Depth, 2), (Seq, 8), (Width, 32), (Batch, 8)],
             ModelKind::Resnet => &[(Depth, 2), (Channels, 8), (Image, 16), (Batch, 4), (Classes, 10)],
             ModelKind::Transformer => &[(Depth, 2), (Seq, 16), (Width, 32), (Heads, 4), (Batch, 2)],
+            ModelKind::Gpt => &[(Depth, 2), (Seq, 16), (Width, 32), (Heads, 4), (Vocab, 64), (Batch, 2)],
         }
     }
 
@@ -320,6 +341,17 @@ impl ModelKind {
                  %wq{l}, %wk{l}, %wv{l}, %wo{l} [width, width], %w1_{l} [width, 4·width], \
                  %b1_{l} [4·width], %w2_{l} [4·width, width], %b2_{l} [width] {ck.param}. heads must divide width."
             }
+            ModelKind::Gpt => {
+                "decoder-only language model (GPT-2 layout, no dropout): h = gather(wte, ids) + \
+                 gather(wpe, positions); depth pre-LN blocks with causal self-attention (mask \
+                 select(ge(iota row, iota col), scores, -inf), softmax from primitives) and a GELU \
+                 MLP (erf form, 4·width); logits = LN(h)·wte^T (tied head); loss = cross_entropy \
+                 of the logits against the integer next-token labels (mean over batch·seq).\n\
+                 args: %ids [batch, seq] i64 (token ids in [0, vocab)), %labels [batch, seq] i64 \
+                 (next tokens; -100 is ignored), %wte [vocab, width], %wpe [seq, width], then per \
+                 layer %wq{l}, %wk{l}, %wv{l}, %wo{l} [width, width], %w1_{l} [width, 4·width], \
+                 %b1_{l} [4·width], %w2_{l} [4·width, width], %b2_{l} [width] {ck.param}. heads must divide width."
+            }
         }
     }
 
@@ -331,6 +363,7 @@ impl ModelKind {
             ModelKind::Lstm => s.seq.checked_mul(24)?.checked_add(4)?,
             ModelKind::Resnet => 6,
             ModelKind::Transformer => 72,
+            ModelKind::Gpt => 80,
         };
         s.depth.checked_mul(per_block)?.checked_add(32)
     }
@@ -358,13 +391,14 @@ impl ModelKind {
                 SizeOpt::Channels => s.channels = v,
                 SizeOpt::Image => s.image = v,
                 SizeOpt::Classes => s.classes = v,
+                SizeOpt::Vocab => s.vocab = v,
             }
         }
         match self.op_estimate(&s) {
             Some(n) if n <= MAX_OPS => {}
             _ => return Err(GenError::TooManyOps { model: self }),
         }
-        if self == ModelKind::Transformer && s.width % s.heads != 0 {
+        if matches!(self, ModelKind::Transformer | ModelKind::Gpt) && s.width % s.heads != 0 {
             return Err(GenError::HeadsNotDividingWidth { heads: s.heads, width: s.width });
         }
         if self == ModelKind::Resnet && s.image < 2 {
@@ -388,6 +422,7 @@ impl FromStr for ModelKind {
 }
 
 /// Builds the model: a module with one function `@MODEL(%x, %target, params...)`
+/// (gpt: `@gpt(%ids, %labels, params...)`)
 /// returning the scalar loss. Errors are for the user (their `Display` is the message).
 pub fn generate(kind: ModelKind, opts: &GenOptions) -> Result<Module, GenError> {
     let s = kind.resolve(opts)?;
@@ -397,6 +432,7 @@ pub fn generate(kind: ModelKind, opts: &GenOptions) -> Result<Module, GenError> 
         ModelKind::Lstm => lstm::lstm(&s),
         ModelKind::Resnet => resnet::resnet(&s),
         ModelKind::Transformer => transformer::transformer(&s),
+        ModelKind::Gpt => gpt::gpt(&s),
     }
     .map_err(|source| GenError::Build { model: kind, source })?;
     Ok(Module { funcs: vec![func] })

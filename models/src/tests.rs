@@ -20,6 +20,7 @@ fn small(kind: ModelKind) -> GenOptions {
         ModelKind::Lstm => opts(&[(Depth, 2), (Seq, 3), (Width, 4), (Batch, 2)]),
         ModelKind::Resnet => opts(&[(Depth, 2), (Channels, 4), (Image, 6), (Batch, 2), (Classes, 3)]),
         ModelKind::Transformer => opts(&[(Depth, 2), (Seq, 4), (Width, 8), (Heads, 2), (Batch, 2)]),
+        ModelKind::Gpt => opts(&[(Depth, 2), (Seq, 4), (Width, 8), (Heads, 2), (Vocab, 7), (Batch, 2)]),
     }
 }
 
@@ -59,8 +60,9 @@ fn signature_is_x_target_then_marked_params_and_a_scalar_loss() {
     for k in ModelKind::ALL {
         let m = gen_ok(k, &small(k));
         let f = &m.funcs[0];
-        assert_eq!(f.name_of(f.params[0].value), "x", "{k}");
-        assert_eq!(f.name_of(f.params[1].value), "target", "{k}");
+        let (x, target) = if k == ModelKind::Gpt { ("ids", "labels") } else { ("x", "target") };
+        assert_eq!(f.name_of(f.params[0].value), x, "{k}");
+        assert_eq!(f.name_of(f.params[1].value), target, "{k}");
         assert!(!f.is_trainable(0) && !f.is_trainable(1), "{k}: x/target must not be params");
         assert!(f.params.len() > 2, "{k} has no parameters");
         for i in 2..f.params.len() {
@@ -183,7 +185,7 @@ fn errors_are_typed_with_the_cli_messages() {
     let e = "vgg".parse::<ModelKind>().map(|k| k.name());
     assert_eq!(e, Err(GenError::UnknownModel { name: "vgg".into() }));
     let Err(e) = e else { unreachable!() };
-    assert_eq!(e.to_string(), "unknown model 'vgg' (valid: mlp, resmlp, lstm, resnet, transformer)");
+    assert_eq!(e.to_string(), "unknown model 'vgg' (valid: mlp, resmlp, lstm, resnet, transformer, gpt)");
 }
 
 #[test]
@@ -192,7 +194,7 @@ fn model_names_parse_and_unknown_lists_valid() {
         assert_eq!(k.name().parse::<ModelKind>(), Ok(k));
     }
     let e = "vgg".parse::<ModelKind>().err().map(|e| e.to_string()).unwrap_or_default();
-    assert!(e.contains("mlp, resmlp, lstm, resnet, transformer"), "{e}");
+    assert!(e.contains("mlp, resmlp, lstm, resnet, transformer, gpt"), "{e}");
 }
 
 #[test]
@@ -266,4 +268,25 @@ fn any_option_values_give_a_verified_module_or_an_error_never_a_panic() {
             }
         }
     }
+}
+
+#[test]
+fn gpt_has_integer_inputs_embeddings_a_causal_mask_and_cross_entropy() {
+    let m = gen_ok(ModelKind::Gpt, &small(ModelKind::Gpt));
+    let f = &m.funcs[0];
+    for i in 0..2 {
+        assert_eq!(f.ty(f.params[i].value), &TensorType::new(vec![2, 4], ckopt_ir::DType::I64));
+        assert!(!f.is_trainable(i));
+    }
+    let count = |k: OpKind| f.body.iter().filter(|o| o.kind == k).count();
+    // Token and position embeddings; one mask per layer (2 layers); one loss.
+    assert_eq!(count(OpKind::Gather), 2);
+    assert_eq!((count(OpKind::Ge), count(OpKind::Select), count(OpKind::Iota)), (2, 2, 1 + 2 * 2));
+    assert_eq!(count(OpKind::Erf), 2, "one GELU per layer");
+    assert_eq!(count(OpKind::CrossEntropy), 1);
+    let ret = f.body.last().expect("return");
+    let loss = f.body.iter().find(|o| o.result == Some(ret.operands[0])).expect("loss op");
+    assert_eq!(loss.kind, OpKind::CrossEntropy);
+    // Parameters: wte, wpe, then 8 per layer.
+    assert_eq!(f.params.len(), 2 + 2 + 8 * 2);
 }

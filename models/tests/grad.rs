@@ -14,6 +14,7 @@ fn small(kind: ModelKind) -> GenOptions {
         ModelKind::Lstm => &[(Depth, 2), (Seq, 3), (Width, 3), (Batch, 2)],
         ModelKind::Resnet => &[(Depth, 1), (Channels, 2), (Image, 4), (Batch, 2), (Classes, 3)],
         ModelKind::Transformer => &[(Depth, 1), (Seq, 3), (Width, 4), (Heads, 2), (Batch, 2)],
+        ModelKind::Gpt => &[(Depth, 1), (Seq, 3), (Width, 4), (Heads, 2), (Vocab, 5), (Batch, 2)],
     };
     let mut o = GenOptions::default();
     for &(k, v) in pairs {

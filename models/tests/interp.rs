@@ -4,7 +4,8 @@
 //! closed form (checked against values computed here by hand):
 //! - mlp, lstm: the output is 0, so loss = mean(target²);
 //! - resmlp, transformer: every block adds 0, so loss = mean((x - target)²);
-//! - resnet: the logits are 0, so the cross-entropy of a one-hot target is ln(classes).
+//! - resnet: the logits are 0, so the cross-entropy of a one-hot target is ln(classes);
+//! - gpt: the embeddings are 0, so the logits are 0 and the loss is ln(vocab).
 
 use ckopt_interp::{Tensor, random_inputs, run_func};
 use ckopt_models::{GenOptions, ModelKind, SizeOpt, generate};
@@ -16,6 +17,7 @@ fn small(kind: ModelKind) -> GenOptions {
         ModelKind::Lstm => &[(Depth, 2), (Seq, 3), (Width, 4), (Batch, 2)],
         ModelKind::Resnet => &[(Depth, 2), (Channels, 4), (Image, 6), (Batch, 2), (Classes, 3)],
         ModelKind::Transformer => &[(Depth, 2), (Seq, 4), (Width, 8), (Heads, 2), (Batch, 2)],
+        ModelKind::Gpt => &[(Depth, 2), (Seq, 4), (Width, 8), (Heads, 2), (Vocab, 5), (Batch, 2)],
     };
     let mut o = GenOptions::default();
     for &(k, v) in pairs {
@@ -94,6 +96,8 @@ fn zero_parameters_give_the_closed_form_loss() {
             ModelKind::Mlp | ModelKind::Lstm => mean_sq(target, None),
             ModelKind::Resmlp | ModelKind::Transformer => mean_sq(x, Some(target)),
             ModelKind::Resnet => (inputs[1].shape[1] as f64).ln(),
+            // Zero embeddings give h = 0, LN(0) = 0 and zero logits: a uniform softmax.
+            ModelKind::Gpt => (m.funcs[0].ty(m.funcs[0].params[2].value).shape[0] as f64).ln(),
         };
         let got = loss_of(kind, &inputs) as f64;
         assert!((got - want).abs() <= 1e-5 * want.abs().max(1.0), "{kind}: loss {got}, closed form {want}");

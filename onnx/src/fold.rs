@@ -66,7 +66,8 @@ pub enum FoldError {
 const FOLDABLE: &[&str] = &[
     "Constant", "Identity", "Cast", "Shape", "Size", "Gather", "Unsqueeze", "Squeeze", "Concat", "Reshape", "Slice",
     "Add", "Sub", "Mul", "Div", "Neg", "Equal", "Where", "Range", "ConstantOfShape", "Expand", "Transpose", "Sqrt",
-    "Relu", "Exp", "Flatten", "Mod",
+    "Relu", "Exp", "Flatten", "Mod", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Not", "And", "Or", "Xor",
+    "Trilu",
 ];
 
 /// Whether `eval` evaluates this op type.
@@ -377,6 +378,50 @@ pub fn eval(op: &str, a: &NodeAttrs<'_>, ins: &[Option<&CTensor>], _opset: i64, 
             let r = binary(x()?, need(ins, 1)?, |p, q| Some(i64::from(p == q)), |p, q| if p == q { 1.0 } else { 0.0 })?;
             one(CTensor::i64(r.shape.clone(), r.as_i64()))
         }
+        "Less" | "LessOrEqual" | "Greater" | "GreaterOrEqual" | "And" | "Or" | "Xor" => {
+            let cmp = |p: f64, q: f64| match op {
+                "Less" => p < q,
+                "LessOrEqual" => p <= q,
+                "Greater" => p > q,
+                "GreaterOrEqual" => p >= q,
+                "And" => p != 0.0 && q != 0.0,
+                "Or" => p != 0.0 || q != 0.0,
+                _ => (p != 0.0) != (q != 0.0),
+            };
+            let fi = |p: i64, q: i64| {
+                Some(i64::from(match op {
+                    "Less" => p < q,
+                    "LessOrEqual" => p <= q,
+                    "Greater" => p > q,
+                    "GreaterOrEqual" => p >= q,
+                    _ => cmp(p as f64, q as f64),
+                }))
+            };
+            let r = binary(x()?, need(ins, 1)?, fi, |p, q| if cmp(f64::from(p), f64::from(q)) { 1.0 } else { 0.0 })?;
+            one(CTensor::i64(r.shape.clone(), r.as_i64()))
+        }
+        "Not" => {
+            let t = x()?;
+            one(CTensor::i64(t.shape.clone(), t.as_i64().iter().map(|&v| i64::from(v == 0)).collect()))
+        }
+        "Trilu" => {
+            let t = x()?;
+            let k = ins.get(1).copied().flatten().and_then(|c| c.as_i64().first().copied()).unwrap_or(0);
+            let upper = a.int("upper", 1) != 0;
+            let r = t.shape.len();
+            if r < 2 {
+                return Err(FoldError::Invalid("Trilu needs an input of rank >= 2"));
+            }
+            let (m, n) = (t.shape[r - 2] as i64, t.shape[r - 1] as i64);
+            let keep = |i: usize| {
+                let (row, col) = ((i as i64 / n) % m.max(1), i as i64 % n.max(1));
+                if upper { col - row >= k } else { col - row <= k }
+            };
+            one(match &t.data {
+                CData::F32(v) => CTensor::f32(t.shape.clone(), v.iter().enumerate().map(|(i, &x)| if keep(i) { x } else { 0.0 }).collect()),
+                CData::I64(v) => CTensor::i64(t.shape.clone(), v.iter().enumerate().map(|(i, &x)| if keep(i) { x } else { 0 }).collect()),
+            })
+        }
         "Neg" => {
             let t = x()?;
             one(match &t.data {
@@ -544,6 +589,44 @@ pub fn slice_args(a: &NodeAttrs<'_>, ins: &[Option<&CTensor>]) -> Result<SliceAr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn comparisons_logic_and_trilu_fold_on_constants() {
+        let node = crate::proto::NodeProto::default();
+        let a = NodeAttrs(&node);
+        let dir = DataDir(None);
+        let ints = CTensor::i64(vec![3], vec![1, 5, 3]);
+        let three = CTensor::i64(vec![], vec![3]);
+        let ev = |op: &str, ins: &[&CTensor]| {
+            let ins: Vec<Option<&CTensor>> = ins.iter().map(|&c| Some(c)).collect();
+            eval(op, &a, &ins, 17, &dir).unwrap().remove(0).as_i64()
+        };
+        assert_eq!(ev("Less", &[&ints, &three]), [1, 0, 0]);
+        assert_eq!(ev("LessOrEqual", &[&ints, &three]), [1, 0, 1]);
+        assert_eq!(ev("Greater", &[&ints, &three]), [0, 1, 0]);
+        assert_eq!(ev("GreaterOrEqual", &[&ints, &three]), [0, 1, 1]);
+        let f = CTensor::f32(vec![2], vec![0.5, -1.0]);
+        let z = CTensor::f32(vec![], vec![0.0]);
+        assert_eq!(ev("Less", &[&f, &z]), [0, 1]);
+        let (p, q) = (CTensor::i64(vec![4], vec![0, 0, 1, 1]), CTensor::i64(vec![4], vec![0, 1, 0, 1]));
+        assert_eq!(ev("And", &[&p, &q]), [0, 0, 0, 1]);
+        assert_eq!(ev("Or", &[&p, &q]), [0, 1, 1, 1]);
+        assert_eq!(ev("Xor", &[&p, &q]), [0, 1, 1, 0]);
+        assert_eq!(ev("Not", &[&p]), [1, 1, 0, 0]);
+        // Trilu (upper by default) of a 2x3 of ones, k = 0 and k = 1; lower with k = -1.
+        let ones = CTensor::f32(vec![2, 3], vec![1.0; 6]);
+        let k1 = CTensor::i64(vec![], vec![1]);
+        let tri = |node: &crate::proto::NodeProto, ins: &[&CTensor]| {
+            let ins: Vec<Option<&CTensor>> = ins.iter().map(|&c| Some(c)).collect();
+            eval("Trilu", &NodeAttrs(node), &ins, 17, &dir).unwrap().remove(0).as_f32()
+        };
+        assert_eq!(tri(&node, &[&ones]), [1.0, 1.0, 1.0, 0.0, 1.0, 1.0]);
+        assert_eq!(tri(&node, &[&ones, &k1]), [0.0, 1.0, 1.0, 0.0, 0.0, 1.0]);
+        let mut lower = crate::proto::NodeProto::default();
+        lower.attribute.push(crate::proto::AttributeProto { name: Some("upper".into()), i: Some(0), ..Default::default() });
+        let km1 = CTensor::i64(vec![], vec![-1]);
+        assert_eq!(tri(&lower, &[&ones, &km1]), [0.0, 0.0, 0.0, 1.0, 0.0, 0.0]);
+    }
 
     #[test]
     fn broadcasting_follows_numpy() {

@@ -13,9 +13,9 @@ use crate::fold;
 use crate::ops;
 use crate::proto::{GraphProto, ModelProto, NodeProto, TensorProto, ValueInfoProto};
 use crate::tensor::{CTensor, DataDir, dtype, from_proto};
-use crate::{ImportOptions, Loss, NamedTensor, Params};
+use crate::{ImportOptions, Loss, NamedTensor, Params, TypedTensor};
 use ckopt_ir::ops::ATTR_NAME;
-use ckopt_ir::{Attr, Attrs, Diag, Func, Loc, Module, OpKind, TensorType, ValueId, attrs, verify_module};
+use ckopt_ir::{Attr, Attrs, DType, Diag, Func, Loc, Module, OpKind, TensorType, ValueId, attrs, verify_module};
 use prost::Message;
 use std::collections::HashMap;
 use std::path::Path;
@@ -84,6 +84,23 @@ pub fn read_tensor_file(path: &Path) -> Result<NamedTensor, Diag> {
         .map_err(|e| Diag::error(file_loc(&file), format!("not a serialized ONNX TensorProto: {e}")))?;
     let c = from_proto(&t, &DataDir(path.parent()), "tensor").map_err(|m| Diag::error(file_loc(&file), m.to_string()))?;
     Ok(NamedTensor { name: t.name.clone().unwrap_or_default(), shape: c.shape.clone(), data: c.as_f32() })
+}
+
+/// Reads one serialized `TensorProto` with its element type: float,
+/// float16 and bfloat16 data as f32 values (`floats`), int64, int32 and
+/// bool as `ints`; another element type is an error naming the file.
+pub fn read_typed_tensor_file(path: &Path) -> Result<TypedTensor, Diag> {
+    let file = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|e| Diag::error(file_loc(&file), format!("cannot read '{file}': {e}")))?;
+    let t = TensorProto::decode(bytes.as_slice())
+        .map_err(|e| Diag::error(file_loc(&file), format!("not a serialized ONNX TensorProto: {e}")))?;
+    let et = t.data_type.unwrap_or(0);
+    let dt = ck_dtype(et).filter(|_| et != dtype::DOUBLE).ok_or_else(|| {
+        Diag::error(file_loc(&file), format!("tensor of element type {} (ck has float, float16, bfloat16, int64, int32, bool)", dtype::name(et)))
+    })?;
+    let c = from_proto(&t, &DataDir(path.parent()), "tensor").map_err(|m| Diag::error(file_loc(&file), m.to_string()))?;
+    let (floats, ints) = if dt.is_float() { (c.as_f32(), Vec::new()) } else { (Vec::new(), c.as_i64()) };
+    Ok(TypedTensor { name: t.name.clone().unwrap_or_default(), shape: c.shape.clone(), dtype: dt, floats, ints })
 }
 
 /// Makes `s` a valid bare MLIR symbol: `[A-Za-z_][A-Za-z0-9_$.]*`.
@@ -184,7 +201,14 @@ impl<'a> Importer<'a> {
         for vi in &g.output {
             let name = vi.name.clone().unwrap_or_default();
             let v = self.vals.get(&name).cloned().ok_or_else(|| self.err(format!("graph output '{name}' is not computed by any node")))?;
-            outs.push(self.dynv(&v)?);
+            let declared = vi.r#type.as_ref().and_then(|t| t.value.as_ref()).and_then(|v| match v {
+                crate::proto::type_proto::Value::TensorType(t) => t.elem_type.and_then(ck_dtype),
+                _ => None,
+            });
+            outs.push(match declared {
+                Some(d) => self.dynv_as(&v, d)?,
+                None => self.dynv(&v)?,
+            });
         }
         if outs.is_empty() {
             return Err(self.err("the graph has no outputs"));
@@ -219,12 +243,15 @@ impl<'a> Importer<'a> {
             })
             .ok_or_else(|| self.err(format!("graph input '{name}' is not a tensor")))?;
         let et = tt.elem_type.unwrap_or(0);
-        if et != dtype::FLOAT {
-            return Err(self.err(format!(
-                "graph input '{name}' has element type {}; ckopt imports float32 inputs only (integer inputs such as token ids are not supported)",
-                dtype::name(et)
-            )));
-        }
+        let dt = match ck_dtype(et) {
+            Some(d) if et != dtype::DOUBLE => d,
+            _ => {
+                return Err(self.err(format!(
+                    "graph input '{name}' has element type {}; ckopt imports float, float16, bfloat16, int64, int32 and bool inputs",
+                    dtype::name(et)
+                )));
+            }
+        };
         let shape = tt.shape.as_ref().ok_or_else(|| self.err(format!("graph input '{name}' has no shape (ck shapes are static)")))?;
         let mut dims = Vec::with_capacity(shape.dim.len());
         for (k, d) in shape.dim.iter().enumerate() {
@@ -256,7 +283,7 @@ impl<'a> Importer<'a> {
                 }
             }
         }
-        let ty = TensorType::f32(dims);
+        let ty = TensorType::new(dims, dt);
         if ty.byte_size().is_none() {
             return Err(self.err(format!("graph input '{name}': {ty} is too large")));
         }
@@ -286,6 +313,12 @@ impl<'a> Importer<'a> {
         }
         let a = NodeAttrs(node);
         // Fold when every present input is a constant (not a parameter).
+        // Range's operands are never data: float initializers fold there too.
+        let ins: Vec<Option<Val>> = if op == "Range" {
+            ins.into_iter().map(|v| v.map(|v| self.known(&v).map(Val::Const).unwrap_or(v))).collect()
+        } else {
+            ins
+        };
         let all_const = ins.iter().all(|v| matches!(v, None | Some(Val::Const(_))));
         let outs: Vec<Val> = match (all_const, fold::foldable(&op)) {
             (true, true) => {
@@ -328,9 +361,39 @@ impl<'a> Importer<'a> {
         }
     }
 
+    /// The element type `v` has (or takes when materialized by `dynv`):
+    /// float initializers and constants are f32, integer and bool constants i64.
+    pub fn val_dtype(&self, v: &Val) -> DType {
+        match v {
+            Val::Dyn(id) => self.f.ty(*id).dtype,
+            Val::Init(_) => DType::F32,
+            Val::Const(c) if c.is_float() => DType::F32,
+            Val::Const(_) => DType::I64,
+        }
+    }
+
+    /// The element type of a computation over `vals` (ONNX gives its operands
+    /// one type): that of the first computed value, else of the first operand.
+    pub fn common_dtype(&self, vals: &[&Val]) -> DType {
+        vals.iter()
+            .find(|v| matches!(v, Val::Dyn(_)))
+            .or(vals.iter().find(|v| matches!(v, Val::Init(_))))
+            .or(vals.first())
+            .map_or(DType::F32, |v| self.val_dtype(v))
+    }
+
+    /// `dynv`, a constant materialized with element type `dt` (computed
+    /// values and parameters keep their own type).
+    pub fn dynv_as(&mut self, v: &Val, dt: DType) -> Result<ValueId, Diag> {
+        match v {
+            Val::Const(c) => self.materialize_as(c, dt),
+            _ => self.dynv(v),
+        }
+    }
+
     /// A ck value for `v`: promotes an initializer to a `{ck.param}`
     /// argument, materializes a constant (`fill` when all elements are equal,
-    /// else `constant`).
+    /// else `constant`; integer and bool constants as i64).
     pub fn dynv(&mut self, v: &Val) -> Result<ValueId, Diag> {
         match v {
             Val::Dyn(id) => Ok(*id),
@@ -347,8 +410,66 @@ impl<'a> Importer<'a> {
                 self.params.push(NamedTensor { name: n.clone(), shape: c.shape.clone(), data: c.as_f32() });
                 Ok(id)
             }
-            Val::Const(c) => self.materialize(c),
+            Val::Const(c) if c.is_float() => self.materialize(c),
+            Val::Const(c) => self.materialize_as(c, DType::I64),
         }
+    }
+
+    /// A constant as a ck value of element type `dt`: f32 as `materialize`;
+    /// another float type or an integer type by a `cast` of the f32 constant
+    /// (or one `fill` of the type when all elements are equal). Integer
+    /// values must be exact in f32 (|v| <= 2^24), the constant's carrier.
+    pub fn materialize_as(&mut self, c: &CTensor, dt: DType) -> Result<ValueId, Diag> {
+        if dt == DType::F32 {
+            return self.materialize(c);
+        }
+        let vals = self.carrier(c, dt)?;
+        let ty = TensorType::new(c.shape.clone(), dt);
+        if !vals.is_empty() && vals.iter().all(|&v| v.to_bits() == vals[0].to_bits()) {
+            return self.push(OpKind::Fill, &[], attrs([("value", Attr::F32(vals[0]))]), Some(ty));
+        }
+        if vals.is_empty() {
+            return self.push(OpKind::Fill, &[], attrs([("value", Attr::F32(0.0))]), Some(ty));
+        }
+        let f = self.push(OpKind::Constant, &[], attrs([("value", Attr::Dense { shape: c.shape.clone(), data: vals })]), None)?;
+        self.cast(f, dt)
+    }
+
+    /// The f32 values that carry constant `c` as element type `dt`
+    /// (integers checked integral and exact in f32, bools 0/1).
+    fn carrier(&self, c: &CTensor, dt: DType) -> Result<Vec<f32>, Diag> {
+        Ok(if dt.is_float() {
+            c.as_f32()
+        } else {
+            let ints: Vec<i64> = match &c.data {
+                crate::tensor::CData::I64(v) => v.clone(),
+                crate::tensor::CData::F32(v) => {
+                    if let Some(x) = v.iter().find(|x| x.fract() != 0.0 || !x.is_finite()) {
+                        return Err(self.err(format!("the constant value {x} is not an integer, but the {} it becomes must be", dt.name())));
+                    }
+                    v.iter().map(|&x| x as i64).collect()
+                }
+            };
+            let ints: Vec<i64> = if dt == DType::I1 { ints.iter().map(|&v| i64::from(v != 0)).collect() } else { ints };
+            if let Some(x) = ints.iter().find(|x| x.unsigned_abs() > 1 << 24) {
+                return Err(self.err(format!("the integer constant {x} is too large to materialize (ck constants hold integers up to 2^24 in magnitude)")));
+            }
+            ints.iter().map(|&v| v as f32).collect()
+        })
+    }
+
+    /// `x` converted to element type `dt` (`ck.cast`; `x` itself when it has it).
+    pub fn cast(&mut self, x: ValueId, dt: DType) -> Result<ValueId, Diag> {
+        let ty = self.f.ty(x).clone();
+        if ty.dtype == dt {
+            return Ok(x);
+        }
+        self.push(OpKind::Cast, &[x], Attrs::new(), Some(TensorType::new(ty.shape, dt)))
+    }
+
+    /// The element type of a ck value.
+    pub fn dt(&self, v: ValueId) -> DType {
+        self.f.ty(v).dtype
     }
 
     pub fn materialize(&mut self, c: &CTensor) -> Result<ValueId, Diag> {
@@ -374,7 +495,11 @@ impl<'a> Importer<'a> {
         self.push(kind, &[a, b], Attrs::new(), None)
     }
     pub fn fill(&mut self, shape: &[u64], v: f32) -> Result<ValueId, Diag> {
-        self.push(OpKind::Fill, &[], attrs([("value", Attr::F32(v))]), Some(TensorType::f32(shape.to_vec())))
+        self.fill_of(shape, v, DType::F32)
+    }
+    /// A fill of element type `dt` (integral `v` for integer types).
+    pub fn fill_of(&mut self, shape: &[u64], v: f32, dt: DType) -> Result<ValueId, Diag> {
+        self.push(OpKind::Fill, &[], attrs([("value", Attr::F32(v))]), Some(TensorType::new(shape.to_vec(), dt)))
     }
     pub fn scale(&mut self, x: ValueId, v: f32) -> Result<ValueId, Diag> {
         if v == 1.0 {
@@ -389,7 +514,8 @@ impl<'a> Importer<'a> {
         if self.ty(x) == shape {
             return Ok(x);
         }
-        self.push(OpKind::Reshape, &[x], Attrs::new(), Some(TensorType::f32(shape.to_vec())))
+        let ty = self.f.ty(x).with_shape(shape.to_vec());
+        self.push(OpKind::Reshape, &[x], Attrs::new(), Some(ty))
     }
     /// Sum (or max) over `dims` (sorted, distinct), removing them.
     pub fn reduce(&mut self, kind: OpKind, x: ValueId, dims: &[usize]) -> Result<ValueId, Diag> {
@@ -406,7 +532,8 @@ impl<'a> Importer<'a> {
             return Ok(y);
         }
         let kept: Vec<i64> = (0..full.len()).filter(|d| !dims.contains(d)).map(|d| d as i64).collect();
-        self.push(OpKind::Broadcast, &[y], attrs([("dims", Attr::IntArray(kept))]), Some(TensorType::f32(full.to_vec())))
+        let ty = self.f.ty(y).with_shape(full.to_vec());
+        self.push(OpKind::Broadcast, &[y], attrs([("dims", Attr::IntArray(kept))]), Some(ty))
     }
     /// ONNX (numpy) broadcasting of `x` to `to`: size-1 dims that grow are
     /// dropped by a reshape, then one `ck.broadcast` places the rest.
@@ -431,16 +558,30 @@ impl<'a> Importer<'a> {
             }
         }
         let r = self.reshape(x, &keep_shape)?;
-        self.push(OpKind::Broadcast, &[r], attrs([("dims", Attr::IntArray(dims))]), Some(TensorType::f32(to.to_vec())))
+        let ty = self.f.ty(x).with_shape(to.to_vec());
+        self.push(OpKind::Broadcast, &[r], attrs([("dims", Attr::IntArray(dims))]), Some(ty))
     }
     /// `v` as a ck value broadcast to `to`; a splat constant becomes one fill of `to`.
     pub fn operand(&mut self, v: &Val, to: &[u64]) -> Result<ValueId, Diag> {
+        self.operand_as(v, to, DType::F32)
+    }
+    /// `operand` with constants materialized as element type `dt`.
+    pub fn operand_as(&mut self, v: &Val, to: &[u64], dt: DType) -> Result<ValueId, Diag> {
         if let Val::Const(c) = v
             && let Some(s) = c.splat()
+            && c.splat_exact()
         {
-            return self.fill(to, s);
+            if dt == DType::F32 {
+                return self.fill(to, s);
+            }
+            let first = match &c.data {
+                crate::tensor::CData::F32(v) => CTensor::f32(vec![], v[..1].to_vec()),
+                crate::tensor::CData::I64(v) => CTensor::i64(vec![], v[..1].to_vec()),
+            };
+            let value = self.carrier(&first, dt)?[0];
+            return self.fill_of(to, value, dt);
         }
-        let x = self.dynv(v)?;
+        let x = self.dynv_as(v, dt)?;
         self.bcast(x, to)
     }
 
@@ -449,7 +590,11 @@ impl<'a> Importer<'a> {
         if loss == Loss::None {
             return Ok(outs.to_vec());
         }
-        let lname = if loss == Loss::Mse { "mse" } else { "cross-entropy" };
+        let lname = match loss {
+            Loss::Mse => "mse",
+            Loss::CrossEntropyIndex => "cross-entropy-index",
+            _ => "cross-entropy",
+        };
         if outs.len() != 1 {
             return Err(self.err(format!("--loss={lname} needs a graph with one output, this one has {}", outs.len())));
         }
@@ -467,6 +612,22 @@ impl<'a> Importer<'a> {
                 let s = self.reduce(OpKind::ReduceSum, sq, &all)?;
                 Ok(vec![self.scale(s, 1.0 / n as f32)?])
             }
+            Loss::CrossEntropyIndex => {
+                if ys.len() < 2 || !self.dt(y).is_float() {
+                    return Err(self.err(format!(
+                        "--loss=cross-entropy-index needs float logits [N, C] (or [d0, .., C], classes last), the output is {}",
+                        self.f.ty(y)
+                    )));
+                }
+                let c = ys[ys.len() - 1];
+                let lshape = ys[..ys.len() - 1].to_vec();
+                let m: u64 = lshape.iter().product();
+                let labels = self.f.add_param("labels", TensorType::new(lshape, DType::I64), false);
+                let logits = self.reshape(y, &[m, c])?;
+                let lab = self.reshape(labels, &[m])?;
+                let l = self.push(OpKind::CrossEntropy, &[logits, lab], attrs([("ignore_index", Attr::Int(-100))]), None)?;
+                Ok(vec![l])
+            }
             _ => {
                 if ys.len() != 2 {
                     return Err(self.err(format!(
@@ -481,6 +642,20 @@ impl<'a> Importer<'a> {
                 Ok(vec![self.scale(s, -1.0 / ys[0].max(1) as f32)?])
             }
         }
+    }
+}
+
+/// The ck element type of an ONNX data type: float, float16, bfloat16,
+/// int64, int32, bool; double is computed in f32 (ck has no f64).
+pub fn ck_dtype(t: i32) -> Option<DType> {
+    match t {
+        dtype::FLOAT | dtype::DOUBLE => Some(DType::F32),
+        dtype::FLOAT16 => Some(DType::F16),
+        dtype::BFLOAT16 => Some(DType::BF16),
+        dtype::INT64 => Some(DType::I64),
+        dtype::INT32 => Some(DType::I32),
+        dtype::BOOL => Some(DType::I1),
+        _ => None,
     }
 }
 

@@ -114,6 +114,14 @@ impl CTensor {
         (self.len() == 1).then(|| self.as_f32()[0])
     }
     /// Some(v) when every element equals v (and there is at least one).
+    /// Whether every element is the same (integers compared exactly, not
+    /// through f32 as `splat` does).
+    pub fn splat_exact(&self) -> bool {
+        match &self.data {
+            CData::F32(v) => v.iter().all(|x| x.to_bits() == v[0].to_bits()),
+            CData::I64(v) => v.iter().all(|x| *x == v[0]),
+        }
+    }
     pub fn splat(&self) -> Option<f32> {
         let v = self.as_f32();
         let first = *v.first()?;

@@ -101,10 +101,19 @@ fn dynamic_dims_need_batch_and_only_lead() {
 }
 
 #[test]
-fn integer_inputs_are_rejected_by_name() {
-    let m = model(vec![node("Relu", "r", &["ids"])], vi("ids", &[Some(2)], 7), vec![]);
-    let e = import(&m, &ImportOptions::default()).unwrap_err();
-    assert!(e.contains("graph input 'ids' has element type int64"), "{e}");
+fn integer_inputs_import_and_float_only_ops_on_them_are_located_errors() {
+    let ok = import(&model(vec![node("Identity", "i", &["ids"])], vi("ids", &[Some(2)], 7), vec![]), &ImportOptions::default()).unwrap();
+    assert!(ok.contains("%ids: tensor<2xi64> {ck.name = \"ids\"}"), "{ok}");
+    let ok = import(&model(vec![node("Not", "n", &["m"])], vi("m", &[Some(3)], 9), vec![]), &ImportOptions::default()).unwrap();
+    assert!(ok.contains("%m: tensor<3xi1>") && ok.contains("ck.not"), "{ok}");
+    // An integer tensor where the op needs float: the node and the type.
+    let e = import(&model(vec![node("Relu", "r", &["ids"])], vi("ids", &[Some(2)], 7), vec![]), &ImportOptions::default()).unwrap_err();
+    assert!(e.contains("node 'r' (Relu, opset 17): cannot express this node in ck") && e.contains("i64"), "{e}");
+    // Element types ck does not have: named with the input.
+    let e = import(&model(vec![node("Identity", "i", &["b"])], vi("b", &[Some(2)], 2), vec![]), &ImportOptions::default()).unwrap_err();
+    assert!(e.contains("graph input 'b' has element type uint8"), "{e}");
+    let e = import(&model(vec![node("Identity", "i", &["d"])], vi("d", &[Some(2)], 11), vec![]), &ImportOptions::default()).unwrap_err();
+    assert!(e.contains("graph input 'd' has element type double"), "{e}");
 }
 
 #[test]
@@ -141,4 +150,9 @@ fn loss_options_check_the_outputs() {
     assert!(e.contains("--loss=cross-entropy needs a [N, C] output"), "{e}");
     let text = import(&m, &ImportOptions { loss: ckopt_onnx::Loss::Mse, ..Default::default() }).unwrap();
     assert!(text.contains("%target: tensor<2xf32>") && text.contains("-> tensor<f32>"), "{text}");
+    let e = import(&m, &ImportOptions { loss: ckopt_onnx::Loss::CrossEntropyIndex, ..Default::default() }).unwrap_err();
+    assert!(e.contains("--loss=cross-entropy-index needs float logits [N, C]"), "{e}");
+    let m3 = model(vec![node("Relu", "r", &["x"])], vi("x", &[Some(2), Some(3), Some(5)], 1), vec![]);
+    let text = import(&m3, &ImportOptions { loss: ckopt_onnx::Loss::CrossEntropyIndex, ..Default::default() }).unwrap();
+    assert!(text.contains("%labels: tensor<2x3xi64>") && text.contains("ck.cross_entropy") && text.contains("-> tensor<f32>"), "{text}");
 }

@@ -156,3 +156,133 @@ fn sqrt_remat_training_gives_the_same_losses() {
     }
     assert!(recomputed >= 2, "only {recomputed} of the {} models were trained with recomputation", MODELS.len());
 }
+
+// ------------------------------------------------------------------ GPT
+//
+// A small GPT exported by both of PyTorch's exporters (TorchScript and
+// torch.export): integer token ids, embedding Gathers with computed indices,
+// a causal mask by Where, Split, both Gelu spellings (Erf / Gelu), and, in the
+// loss models, SoftmaxCrossEntropyLoss with an ignored label.
+
+const GPTS: [&str; 2] = ["gpt_ts", "gpt_dynamo"];
+
+/// An interpreter tensor of a test-data tensor's element type.
+fn typed(t: ckopt_onnx::TypedTensor) -> Tensor {
+    let shape: Vec<usize> = t.shape.iter().map(|&d| d as usize).collect();
+    if t.dtype.is_float() { Tensor::from_floats(shape, t.dtype, t.floats).unwrap() } else { Tensor::from_ints(shape, t.dtype, t.ints).unwrap() }
+}
+
+/// The model's inputs (typed) followed by its parameters.
+fn gpt_inputs(name: &str, params: &Params) -> Vec<Tensor> {
+    let mut inputs: Vec<Tensor> = common::typed_tensors(&model(name), "input").into_iter().map(typed).collect();
+    inputs.extend(params.iter().map(tensor));
+    inputs
+}
+
+#[test]
+fn gpt_logits_and_loss_match_onnxruntime() {
+    for name in GPTS.iter().copied().chain(GPTS.iter().map(|g| if *g == "gpt_ts" { "gpt_loss_ts" } else { "gpt_loss_dynamo" })) {
+        let (m, params) = import(name, Loss::None);
+        let f = &m.funcs[0];
+        assert_eq!(f.ty(f.params[0].value).dtype, ckopt_ir::DType::I64, "{name}: ids are i64");
+        let out = run_func(&m, &f.name, &gpt_inputs(name, &params)).unwrap();
+        let want = common::tensors(&model(name), "output");
+        assert_eq!(out[0].shape, want[0].shape.iter().map(|&d| d as usize).collect::<Vec<_>>(), "{name}");
+        let e = common::excess(&out[0].data, &want[0].data, 1e-4, 1e-5).unwrap();
+        assert_eq!(e, 0.0, "{name}: output differs from onnxruntime's beyond tolerance by {e:e}");
+    }
+}
+
+#[test]
+fn gpt_cross_entropy_index_loss_equals_the_exported_loss() {
+    // The logits model with --loss=cross-entropy-index and the labels of the
+    // loss model gives the exported F.cross_entropy (one label is -100).
+    for (logits, loss) in [("gpt_ts", "gpt_loss_ts"), ("gpt_dynamo", "gpt_loss_dynamo")] {
+        let (m, params) = import(logits, Loss::CrossEntropyIndex);
+        let f = &m.funcs[0];
+        assert_eq!(f.ty(f.params[1].value).to_string(), "tensor<2x8xi64>", "{logits}: %labels");
+        let mut inputs: Vec<Tensor> = common::typed_tensors(&model(loss), "input").into_iter().map(typed).collect();
+        inputs.extend(params.iter().map(tensor));
+        let got = run_func(&m, &f.name, &inputs).unwrap()[0].data[0];
+        let want = common::tensors(&model(loss), "output")[0].data[0];
+        assert!((got - want).abs() <= 1e-5 * want.abs(), "{logits}: cross-entropy-index {got}, exported loss {want}");
+    }
+}
+
+#[test]
+fn gpt_loss_gradients_match_finite_differences() {
+    // The float paths through gather (embeddings), where (the mask) and
+    // SoftmaxCrossEntropyLoss, against central differences of the loss.
+    for name in ["gpt_loss_ts", "gpt_loss_dynamo"] {
+        let (mut m, params) = import(name, Loss::None);
+        let fname = m.funcs[0].name.clone();
+        autodiff(&mut m, &AutodiffOptions::default()).unwrap();
+        let inputs = gpt_inputs(name, &params);
+        let grads = run_func(&m, &format!("{fname}_grad"), &inputs).unwrap();
+        let loss = |inp: &[Tensor]| -> f64 { run_func(&m, &fname, inp).unwrap()[0].data[0] as f64 };
+        let eps = 1e-2f32;
+        let ids = &inputs[0].ints;
+        for (k, p) in params.iter().enumerate() {
+            let arg = 2 + k;
+            let g = &grads[1 + k];
+            let n = inputs[arg].data.len();
+            // For the token embedding, a row that is looked up (and one that is not: gradient 0).
+            let mut coords = vec![0, n / 3, n - 1];
+            if p.name.contains("wte") {
+                let w = p.shape[1] as usize;
+                coords.push(ids[0] as usize * w + 1);
+            }
+            for j in coords {
+                let mut up = inputs.clone();
+                up[arg].data[j] += eps;
+                let mut dn = inputs.clone();
+                dn[arg].data[j] -= eps;
+                let fd = ((loss(&up) - loss(&dn)) / (2.0 * eps as f64)) as f32;
+                let got = g.data[j];
+                assert!(
+                    (got - fd).abs() <= 2e-3 + 5e-2 * got.abs().max(fd.abs()),
+                    "{name}: d loss / d {}[{j}] = {got}, finite difference {fd}",
+                    p.name
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn gpt_loss_gradient_under_every_remat_mode_is_bit_identical() {
+    use ckopt_passes::PassManager;
+    for name in ["gpt_loss_ts", "gpt_loss_dynamo"] {
+        let (m, params) = import(name, Loss::None);
+        let fname = m.funcs[0].name.clone();
+        let inputs = gpt_inputs(name, &params);
+        let grad = format!("{fname}_grad");
+        let mut g0 = m.clone();
+        PassManager::parse("autodiff").unwrap().run(&mut g0).unwrap();
+        let reference = run_func(&g0, &grad, &inputs).unwrap();
+        let peak = |mm: &Module| ckopt_passes::analysis::report::memory_report(mm.func(&grad).unwrap()).temp_peak_bytes;
+        let mut sq = m.clone();
+        PassManager::parse("autodiff,remat{mode=sqrt}").unwrap().run(&mut sq).unwrap();
+        assert!(peak(&sq) < peak(&g0), "{name}: sqrt does not lower the temp peak ({} vs {})", peak(&sq), peak(&g0));
+        // optimal at sqrt's peak: feasible, and it recomputes.
+        let optimal = format!("autodiff,remat{{mode=optimal budget={}}}", peak(&sq));
+        let mut recomputing = Vec::new();
+        for pipeline in [
+            "autodiff,remat{mode=sqrt}",
+            "autodiff,remat{mode=greedy}",
+            "autodiff,remat{mode=log}",
+            optimal.as_str(),
+            "autodiff,remat{mode=sqrt},memplan",
+        ] {
+            let mut mm = m.clone();
+            PassManager::parse(pipeline).unwrap().run_with(&mut mm, |_, _| {}).unwrap_or_else(|e| panic!("{name}: {pipeline}: {e:?}"));
+            let g = mm.func(&grad).unwrap();
+            if g.body.iter().any(|o| o.has_attr("ck.recompute")) {
+                recomputing.push(pipeline.to_string());
+            }
+            let got = run_func(&mm, &grad, &inputs).unwrap();
+            assert_eq!(got, reference, "{name}: {pipeline}: the gradient differs from no remat's");
+        }
+        assert!(recomputing.len() >= 3, "{name}: only {recomputing:?} recompute");
+    }
+}

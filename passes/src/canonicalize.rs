@@ -211,6 +211,11 @@ const FOLDS: &[(Identity, &[OpKind], FoldFn)] = &[
     }),
     (Identity::ConcatSingle, &[OpKind::Concat], |c, op, r, x| (op.operands.len() == 1).then(|| c.to_value(r, x)).flatten()),
     (Identity::DropoutZero, &[OpKind::Dropout], |c, op, r, x| (op.f32_attr("rate") == Some(0.0)).then(|| c.to_value(r, x)).flatten()),
+    (Identity::CastIdentity, &[OpKind::Cast], |c, _, r, x| (c.f.ty(x) == c.f.ty(r)).then(|| c.to_value(r, x)).flatten()),
+    (Identity::SelectSame, &[OpKind::Select], |c, op, r, _| {
+        let (a, b) = (*op.operands.get(1)?, *op.operands.get(2)?);
+        (a == b).then(|| c.to_value(r, a)).flatten()
+    }),
 ];
 
 /// The identities canonicalize folds by, one per entry of its fold table

@@ -110,9 +110,9 @@ fn close(f: &mut Func, uses: &Uses, start: usize, end: usize, id: &mut i64, stat
 }
 
 /// Whether op `i` may start or join a group without reading one of its
-/// values: a fill, or a broadcast of a value from outside the group.
+/// values: a fill, an iota, or a broadcast of a value from outside the group.
 fn cheap_producer(f: &Func, i: usize) -> bool {
-    matches!(f.body[i].kind, OpKind::Fill | OpKind::Broadcast)
+    matches!(f.body[i].kind, OpKind::Fill | OpKind::Iota | OpKind::Broadcast)
 }
 
 /// Fuses one function (replacing any previous marks).

@@ -130,6 +130,12 @@ identities! {
     DropoutZero { name: "dropout-zero", family: Algebraic,
         rewrite: "`dropout{rate = 0}(x) => x`", exact: "exact (every element kept, divided by 1)",
         canonicalize: true, inplace: false }
+    CastIdentity { name: "cast-identity", family: Algebraic,
+        rewrite: "`cast(x) : T => x` when x has type T", exact: "exact",
+        canonicalize: true, inplace: false }
+    SelectSame { name: "select-same", family: Algebraic,
+        rewrite: "`select(c, x, x) => x`", exact: "exact",
+        canonicalize: true, inplace: false }
     InplaceUnary { name: "inplace-unary", family: InPlaceForm,
         rewrite: "`u(x) = u!0(x)` for unary elementwise u other than scale (neg, exp, log, tanh, sigmoid, relu, sqrt, rsqrt, dropout, ...)",
         exact: "exact (same value)",
@@ -317,6 +323,9 @@ mod tests {
         push(&mut f, K::Sub, &[x, w], none(), None);
         push(&mut f, K::ReluGrad, &[x, w], none(), None);
         push(&mut f, K::Add, &[x, w], none(), None);
+        push(&mut f, K::Cast, &[x], none(), Some(vec![2, 3]));
+        let lt = f.push(K::Lt, &[x, w], none(), None, "c", Loc::unknown()).unwrap();
+        push(&mut f, K::Select, &[lt, x, x], none(), None);
         f.push_return(&out, Loc::unknown());
         ckopt_ir::verify_module(&ckopt_ir::Module { funcs: vec![f.clone()] }).unwrap();
         f

@@ -4,8 +4,10 @@
 //!
 //! What: an op whose operand dies at that op writes its result into the
 //! operand's buffer, marked `ck.inplace = N` (operand index). Candidates:
-//! elementwise ops (unary, binary, `scale`, `dropout`), `relu_grad`,
-//! gradient accumulation (`add`), and `reshape` (same bytes).
+//! elementwise ops (unary, binary, `scale`, `dropout`, comparisons, logic,
+//! `select`, `cast`), `relu_grad`, gradient accumulation (`add`), and
+//! `reshape` (same bytes); never across element sizes (`cmp` of f32 to
+//! i1, `cast` of i32 to i64), only between values of one element size.
 //!
 //! The side condition — operand N is defined by an op (not an argument),
 //! is not a function result, has the result's byte size, and no op after
@@ -62,6 +64,9 @@ pub fn operand_is_overwritable(f: &Func, op_index: usize, n: usize, live: &Liven
         && live.last_use.get(v.index()).copied().flatten() == Some(op_index)
         && f.ty(v).byte_size().is_some()
         && f.ty(v).byte_size() == f.ty(r).byte_size()
+        // Never across element sizes (a comparison's 1-byte i1 over its f32
+        // operand, a cast to i64): element i must sit where it is read.
+        && f.ty(v).dtype.bytes() == f.ty(r).dtype.bytes()
         && fused_reads_in_step(f, op_index, v)
 }
 

@@ -5,6 +5,7 @@
 //! shell and one entry in `registry.rs`.
 
 pub mod analysis;
+pub mod autocast;
 pub mod autodiff;
 pub mod canonicalize;
 pub mod cse;

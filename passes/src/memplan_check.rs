@@ -45,6 +45,7 @@ fn may_write_over_operand(k: OpKind) -> bool {
         Neg | Exp | Log | Tanh | Sigmoid | Relu | Sqrt | Rsqrt | Erf | Scale | Dropout | Add | Sub | Mul | Div | Max
             | ReluGrad
             | Reshape
+            | Eq | Ne | Lt | Le | Gt | Ge | And | Or | Not | Select | Cast
     )
 }
 
@@ -277,7 +278,7 @@ impl<'f> Facts<'f> {
                 Some(format!("operand %{} is a function result", f.name_of(o)))
             } else if self.last[o.index()] != Some(i) {
                 Some(format!("operand %{} is read again later", f.name_of(o)))
-            } else if f.ty(o).byte_size() != f.ty(r).byte_size() {
+            } else if f.ty(o).byte_size() != f.ty(r).byte_size() || f.ty(o).dtype.bytes() != f.ty(r).dtype.bytes() {
                 Some(format!("operand %{} has a different size", f.name_of(o)))
             } else if moved {
                 Some(format!("result %{} is not at the offset of operand %{}", f.name_of(r), f.name_of(o)))

@@ -265,6 +265,34 @@ use OptionKind::*;
 static REGISTRY: &[PassInfo] = &[
     // One entry per pass, in alphabetical order.
     PassInfo {
+        name: "adamw",
+        summary: "adds @NAME_step: the loss and the AdamW-updated parameters (PyTorch's AdamW, decoupled weight decay) with both moments as donated ck.opt_state arguments, each parameter updated as soon as its gradient is final; every hyperparameter is a ck.hyper input (these options are its default)",
+        options: &[
+            opt("lr", Number { min: Bound::Open(0.0), max: Bound::Unbounded }, "0.001", "learning rate"),
+            opt("beta1", Number { min: Bound::Closed(0.0), max: Bound::Open(1.0) }, "0.9", "first-moment decay"),
+            opt("beta2", Number { min: Bound::Closed(0.0), max: Bound::Open(1.0) }, "0.999", "second-moment decay"),
+            opt("eps", Number { min: Bound::Open(0.0), max: Bound::Unbounded }, "1e-8", "added to sqrt(v_hat)"),
+            opt("weight_decay", Number { min: Bound::Closed(0.0), max: Bound::Unbounded }, "0.01", "decoupled weight decay: p *= 1 - lr*weight_decay"),
+            opt("clip_norm", Number { min: Bound::Closed(0.0), max: Bound::Unbounded }, "0", "global-norm gradient clipping: g *= C/max(||g||, C) before the updates (0: none)"),
+            opt("func", FuncName, "", "only this loss function (default: every @NAME with an @NAME_grad)"),
+        ],
+        statistics: &[stat("step-functions-added", "@NAME_step functions added")],
+        build: crate::sgd::build_adamw,
+    },
+    PassInfo {
+        name: "autocast",
+        summary: "mixed precision by PyTorch autocast's lists: matmul/conv in the low type, exp/log/rsqrt/reduce_sum/cross_entropy in f32, other ops in their operands' type; parameters stay f32 (casts marked ck.mirror); run before autodiff",
+        options: &[
+            opt("dtype", Choice(&["bf16", "f16"]), "bf16", "the low-precision type"),
+            opt("func", FuncName, "", "only this function (default: every function)"),
+        ],
+        statistics: &[
+            stat("ops-low", "ops that now compute in the low type"),
+            stat("casts-inserted", "ck.cast ops inserted"),
+        ],
+        build: crate::autocast::build,
+    },
+    PassInfo {
         name: "autodiff",
         summary: "adds @NAME_grad returning (loss, d loss/d each wrt argument) for functions whose first result is a scalar loss",
         options: &[
@@ -385,10 +413,11 @@ static REGISTRY: &[PassInfo] = &[
     },
     PassInfo {
         name: "sgd",
-        summary: "adds @NAME_step: the loss and the SGD-updated parameters written into the parameters' own (donated) buffers, each updated as soon as its gradient is final",
+        summary: "adds @NAME_step: the loss and the SGD-updated parameters written into the parameters' own (donated) buffers, each updated as soon as its gradient is final; lr and momentum are ck.hyper inputs (these options are their defaults)",
         options: &[
             opt("lr", Number { min: Bound::Open(0.0), max: Bound::Unbounded }, "0.01", "learning rate"),
             opt("momentum", Number { min: Bound::Closed(0.0), max: Bound::Open(1.0) }, "0", "v = momentum*v + g; p -= lr*v (0: plain SGD, no state)"),
+            opt("clip_norm", Number { min: Bound::Closed(0.0), max: Bound::Unbounded }, "0", "global-norm gradient clipping: g *= C/max(||g||, C) before the updates (0: none)"),
             opt("func", FuncName, "", "only this loss function (default: every @NAME with an @NAME_grad)"),
         ],
         statistics: &[stat("step-functions-added", "@NAME_step functions added")],

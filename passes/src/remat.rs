@@ -26,9 +26,13 @@
 //!   default), O(log n) memory for O(n log n) recompute.
 //! - `optimal`: least recompute flops within `budget=` (required): exact
 //!   dynamic programming on the chain of stages (Revolve/Rotor style,
-//!   multi-level recomputation, heterogeneous sizes and costs), a best effort
-//!   on DAGs (the chain is the DAG cut at its narrow points); long chains are
-//!   coarsened until the table fits.
+//!   multi-level recomputation, heterogeneous sizes and costs), plus the
+//!   plans on the graph itself (`remat/dag.rs`: every keep/recompute
+//!   assignment when at most 8 values are in play, else a descent over keep
+//!   sets); long chains are coarsened until the table fits.
+//!
+//! With a limit, every mode measures every mode's plans (and the graph
+//! plans) and takes the least recompute within it ([`plan_modes`]).
 //!
 //! With `budget=` every mode checks temp_peak_bytes <= budget after the
 //! rewrite and fails with an error at the function that names the smallest
@@ -274,6 +278,7 @@ fn mode_candidates(f: &Func, ch: &Chain, opts: &RematOptions, temp_budget: Optio
                     out.push(eval(f, ch, &Strategy::Chain(Plan::segments(&cuts)), format!("greedy(B={})", mib(b))));
                     seen.push(cuts);
                 }
+
             } else {
                 let (_, x, y) = greedy_cuts(ch, 0);
                 let b = opts.threshold.or(opts.budget).unwrap_or(((x as f64) * (y as f64)).sqrt() as u64);
@@ -290,8 +295,16 @@ fn mode_candidates(f: &Func, ch: &Chain, opts: &RematOptions, temp_budget: Optio
                     out.push(c);
                     peak
                 });
+
             }
         }
+    }
+}
+
+/// Plans found on the graph itself ([`dag`]), measured and added.
+fn push_found(f: &Func, ch: &Chain, found: Vec<dag::Found>, out: &mut Vec<Candidate>) {
+    for x in found {
+        out.push(eval(f, ch, &x.strategy, x.label));
     }
 }
 
@@ -312,6 +325,14 @@ fn labelled_candidates(f: &Func, ch: &Chain, opts: &RematOptions, temp_budget: O
 fn smallest_candidates(f: &Func, ch: &Chain, opts: &RematOptions, out: &mut Vec<Candidate>) {
     for mode in [Mode::Log, Mode::Sqrt] {
         all_candidates(f, ch, &RematOptions { mode, k: 1, ..opts.clone() }, None, out);
+    }
+    match dag::exhaustive(f, ch) {
+        Some(front) => push_found(f, ch, front, out),
+        None if !dag::is_chain(f, ch) && dag::applies(f, &dag::candidates(f, ch)) => {
+            push_found(f, ch, vec![dag::branchwise(f, ch)], out);
+            push_found(f, ch, dag::descent(f, ch, None), out);
+        }
+        None => {}
     }
 }
 
@@ -347,7 +368,10 @@ pub fn remat_func(f: &mut Func, opts: &RematOptions) -> Result<Option<RematOutco
     let mut cands = vec![no_remat(f, &ch, before)];
     let limits = Limits { budget: opts.budget, device: opts.device_budget, min_gain: min_gain_bytes(opts, cands[0].peak) };
     let temp_budget = aim_temp_budget(f, opts, before, &mut cands)?;
-    all_candidates(f, &ch, opts, temp_budget, &mut cands);
+    for o in plan_modes(opts, limits.any()) {
+        all_candidates(f, &ch, &o, temp_budget, &mut cands);
+    }
+    graph_candidates(f, &ch, opts, limits.any(), temp_budget, &mut cands);
     if opts.device_budget.is_some() {
         measure_device(f, &mut cands, opts.align)?;
         reaim_optimal(f, &ch, opts, &limits, temp_budget, &mut cands)?;
@@ -363,6 +387,45 @@ pub fn remat_func(f: &mut Func, opts: &RematOptions) -> Result<Option<RematOutco
         return Err(infeasible(f, opts, &cands, args));
     };
     Ok(Some(adopt(f, cands.swap_remove(best), ch.len(), before, tried)))
+}
+
+/// The plans found on the graph itself ([`dag`]), for `greedy` and
+/// `optimal` and for every mode under a limit: the exhaustive front of
+/// keep/recompute assignments when the graph is small enough, else the
+/// greedy descent aimed at the temp budget, and without a limit (then as
+/// low as it goes) only when the forward is not a chain (on a chain the
+/// chain planners see every choice of cuts already).
+fn graph_candidates(f: &Func, ch: &Chain, opts: &RematOptions, limited: bool, temp_budget: Option<u64>, cands: &mut Vec<Candidate>) {
+    let exhaustive = limited || opts.mode == Mode::Optimal;
+    if !(limited || matches!(opts.mode, Mode::Greedy | Mode::Optimal)) || (opts.mode == Mode::Greedy && !opts.search && !limited) {
+        return;
+    }
+    match dag::exhaustive(f, ch).filter(|_| exhaustive) {
+        Some(front) => push_found(f, ch, front, cands),
+        None if (limited || !dag::is_chain(f, ch)) && dag::applies(f, &dag::candidates(f, ch)) => {
+            push_found(f, ch, vec![dag::branchwise(f, ch)], cands);
+            push_found(f, ch, dag::descent(f, ch, temp_budget), cands);
+        }
+        None => {}
+    }
+}
+
+/// The modes whose plans are measured. Without a limit, the mode's own.
+/// With one, every mode's (the given mode's options first, the others
+/// with their defaults and greedy's search): within a budget every mode
+/// spends it the same way, the least recompute among all the plans ckopt
+/// can make that fit, so no mode's choice recomputes more than a plan of
+/// another mode that fits the same budget.
+fn plan_modes(opts: &RematOptions, limited: bool) -> Vec<RematOptions> {
+    let mut out = vec![opts.clone()];
+    if limited {
+        for mode in [Mode::Sqrt, Mode::Greedy, Mode::Log, Mode::Optimal] {
+            if mode != opts.mode {
+                out.push(RematOptions { mode, search: true, k: 1, threshold: None, ..opts.clone() });
+            }
+        }
+    }
+    out
 }
 
 /// A device budget below the arguments alone is an option error.
@@ -397,7 +460,7 @@ fn no_remat(f: &Func, ch: &Chain, before: u64) -> Candidate {
 /// beyond the temp peak (arguments, results, alignment), which is about
 /// the same for every plan.
 fn aim_temp_budget(f: &Func, opts: &RematOptions, before: u64, cands: &mut [Candidate]) -> Result<Option<u64>, Diag> {
-    if opts.mode != Mode::Optimal || opts.budget.is_some() {
+    if opts.budget.is_some() || (opts.mode != Mode::Optimal && opts.device_budget.is_none()) {
         return Ok(opts.budget);
     }
     let Some(d) = opts.device_budget else {
@@ -433,7 +496,7 @@ fn all_candidates(f: &Func, ch: &Chain, opts: &RematOptions, temp_budget: Option
 /// `optimal` with only a device budget: where no plan fit, aim the DP lower
 /// by what the nearest plan missed, up to three times.
 fn reaim_optimal(f: &Func, ch: &Chain, opts: &RematOptions, limits: &Limits, mut temp_budget: Option<u64>, cands: &mut Vec<Candidate>) -> Result<(), Diag> {
-    if opts.mode != Mode::Optimal || opts.budget.is_some() {
+    if opts.budget.is_some() {
         return Ok(());
     }
     let d = opts.device_budget.unwrap_or(0);

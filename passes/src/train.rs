@@ -14,11 +14,71 @@
 //! Complexity: `steps` runs of the step function.
 
 use crate::autodiff::{AutodiffOptions, GRAD_SUFFIX, Wrt, autodiff, grad_name};
-use crate::sgd::{STEP_SUFFIX, SgdOptions, build_step, check_grad_signature, step_name};
+use crate::sgd::{STEP_SUFFIX, StepRule, build_step_rule, check_grad_signature, step_name};
 use ckopt_interp::{StepExec, Tensor};
-use ckopt_ir::ops::{ATTR_OPT_STATE, ATTR_STEP};
-use ckopt_ir::{Diag, Func, Module};
+use ckopt_ir::ops::{ATTR_HYPER, ATTR_HYPER_DEFAULT, ATTR_OPT_STATE, ATTR_STEP};
+use ckopt_ir::{Attr, Diag, Func, Module};
+use std::collections::BTreeMap;
 use std::time::Instant;
+
+/// Hyperparameter values a user gives (`--lr`, a schedule's value, ...), by
+/// `ck.hyper` name; a name not set takes the step's `ck.hyper_default`.
+/// `bias_correction1`/`bias_correction2` are never set: they follow from the
+/// step number `t` as `1 - beta^t` (computed in f64, as PyTorch does).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Hyper(pub BTreeMap<String, f32>);
+
+impl Hyper {
+    /// Only a learning rate.
+    pub fn lr(lr: f32) -> Hyper {
+        let mut h = Hyper::default();
+        h.set("lr", lr);
+        h
+    }
+    pub fn set(&mut self, name: &str, v: f32) {
+        self.0.insert(name.to_string(), v);
+    }
+    pub fn get(&self, name: &str) -> Option<f32> {
+        self.0.get(name).copied()
+    }
+    /// The value of every hyper argument of `sig` at step `step` (from 1):
+    /// `(argument index, name, value)`.
+    pub fn values(&self, sig: &StepSig, step: usize) -> Vec<(usize, String, f32)> {
+        let base = |name: &str| -> f32 {
+            self.get(name).or_else(|| sig.hypers.iter().find(|h| h.1 == name).map(|h| h.2)).unwrap_or(0.0)
+        };
+        let corr = |beta: &str| (1.0 - (base(beta) as f64).powi(step.min(i32::MAX as usize) as i32)) as f32;
+        sig.hypers
+            .iter()
+            .map(|(i, name, _)| {
+                let v = match name.as_str() {
+                    "bias_correction1" => corr("beta1"),
+                    "bias_correction2" => corr("beta2"),
+                    n => base(n),
+                };
+                (*i, name.clone(), v)
+            })
+            .collect()
+    }
+    /// A value given for a hyperparameter the step does not take is an error
+    /// naming it and the ones it takes.
+    pub fn check(&self, sig: &StepSig) -> Result<(), Diag> {
+        for name in self.0.keys() {
+            if !sig.hypers.iter().any(|h| &h.1 == name) {
+                let have: Vec<&str> = sig.hypers.iter().map(|h| h.1.as_str()).filter(|n| !n.starts_with("bias_correction")).collect();
+                return Err(located(
+                    None,
+                    format!(
+                        "@{} takes no hyperparameter '{name}' (it takes {}); rebuild the step with the optimizer that has it",
+                        sig.step_func,
+                        have.join(", ")
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
 
 /// What a step function takes and returns.
 #[derive(Clone, Debug, PartialEq)]
@@ -32,6 +92,8 @@ pub struct StepSig {
     pub state: Vec<usize>,
     /// The `{ck.step}` argument, if the step has dropout.
     pub step_key: Option<usize>,
+    /// The `{ck.hyper}` arguments: (index, name, default).
+    pub hypers: Vec<(usize, String, f32)>,
     /// Whether `prepare` built the step function (and the gradient).
     pub built_step: bool,
     pub built_grad: bool,
@@ -72,7 +134,7 @@ fn located(f: Option<&Func>, m: String) -> Diag {
 }
 
 /// Makes sure `module` has the step function of loss `name` (see the module doc).
-pub fn prepare(module: &mut Module, name: &str, opts: &SgdOptions) -> Result<StepSig, Diag> {
+pub fn prepare(module: &mut Module, name: &str, rule: &StepRule) -> Result<StepSig, Diag> {
     let fname = loss_func_name(module, name);
     let f = module.func(&fname).ok_or_else(|| located(module.funcs.first(), format!("no function @{fname} to train")))?;
     if !crate::autodiff::has_scalar_loss(f) {
@@ -90,7 +152,7 @@ pub fn prepare(module: &mut Module, name: &str, opts: &SgdOptions) -> Result<Ste
         let (Some(f), Some(g)) = (module.func(&fname), module.func(&gname)) else {
             return Err(located(None, format!("no @{gname}")));
         };
-        let step = build_step(f, g, opts)?;
+        let step = build_step_rule(f, g, rule)?;
         module.funcs.push(step);
         built_step = true;
     }
@@ -103,6 +165,7 @@ pub fn prepare(module: &mut Module, name: &str, opts: &SgdOptions) -> Result<Ste
     let params = f.trainable_indices();
     let state: Vec<usize> = (0..s.params.len()).filter(|&i| s.params[i].attrs.contains_key(ATTR_OPT_STATE)).collect();
     let step_key = (0..s.params.len()).find(|&i| s.params[i].attrs.contains_key(ATTR_STEP));
+    let hypers = hyper_args(s);
     let mut ok = s.result_types.len() == 1 + params.len() + state.len()
         && s.result_types.first().is_some_and(|t| t.rank() == 0)
         && s.params.len() >= f.params.len();
@@ -119,21 +182,44 @@ pub fn prepare(module: &mut Module, name: &str, opts: &SgdOptions) -> Result<Ste
             ),
         ));
     }
-    Ok(StepSig { loss_func: fname, grad_func: gname, step_func: sname, params, state, step_key, built_step, built_grad })
+    Ok(StepSig { loss_func: fname, grad_func: gname, step_func: sname, params, state, step_key, hypers, built_step, built_grad })
+}
+
+/// The `{ck.hyper}` arguments of a step function: (index, name, default).
+pub fn hyper_args(s: &Func) -> Vec<(usize, String, f32)> {
+    (0..s.params.len())
+        .filter_map(|i| {
+            let a = &s.params[i].attrs;
+            let Some(Attr::Str(name)) = a.get(ATTR_HYPER) else { return None };
+            let d = match a.get(ATTR_HYPER_DEFAULT) {
+                Some(Attr::F32(x)) => *x,
+                _ => 0.0,
+            };
+            Some((i, name.clone(), d))
+        })
+        .collect()
 }
 
 /// The step function's arguments for the loss function's `inputs`: the
-/// inputs, zero optimizer state, and a step key.
+/// inputs, zero optimizer state, a step key and hyperparameters (their
+/// defaults; `step_once` sets them before each step).
 pub fn initial_args(s: &Func, sig: &StepSig, inputs: &[Tensor]) -> Vec<Tensor> {
-    (0..s.params.len())
-        .map(|i| match inputs.get(i) {
-            Some(t) if !sig.state.contains(&i) && sig.step_key != Some(i) => t.clone(),
-            _ => {
-                let shape: Vec<usize> = s.ty(s.params[i].value).shape.iter().map(|&d| d as usize).collect();
-                Tensor::zeros(&shape)
+    (0..s.params.len()).map(|i| initial_arg(s, sig, inputs.get(i), i)).collect()
+}
+
+/// Argument `i` of the step function (see `initial_args`); `input` is the
+/// loss function's argument `i`, if it has one.
+pub fn initial_arg(s: &Func, sig: &StepSig, input: Option<&Tensor>, i: usize) -> Tensor {
+    match input {
+        Some(t) if !sig.state.contains(&i) && sig.step_key != Some(i) => t.clone(),
+        _ => {
+            if let Some(h) = sig.hypers.iter().find(|h| h.0 == i) {
+                return Tensor::scalar(h.2);
             }
-        })
-        .collect()
+            let shape: Vec<usize> = s.ty(s.params[i].value).shape.iter().map(|&d| d as usize).collect();
+            Tensor::zeros(&shape)
+        }
+    }
 }
 
 /// What a training run did.
@@ -155,7 +241,14 @@ pub struct TrainResult {
 /// runs, and writes the updated parameters and state back into their
 /// arguments where the step did not already write them in place. Returns
 /// the loss, or an error when it is not finite.
-pub fn step_once(exec: &mut dyn StepExec, sig: &StepSig, step: usize, lr_hint: f32) -> Result<f32, Diag> {
+pub fn step_once(exec: &mut dyn StepExec, sig: &StepSig, step: usize, hyper: &Hyper) -> Result<f32, Diag> {
+    let mut lr_hint = 0.0;
+    for (i, name, v) in hyper.values(sig, step) {
+        if name == "lr" {
+            lr_hint = v;
+        }
+        exec.set_arg(i, &Tensor::scalar(v))?;
+    }
     if let Some(k) = sig.step_key {
         // The step number's bits: a distinct key each step.
         exec.set_arg(k, &Tensor::scalar(f32::from_bits(step as u32)))?;
@@ -182,15 +275,16 @@ pub fn train_loop(
     exec: &mut dyn StepExec,
     sig: &StepSig,
     steps: usize,
-    lr_hint: f32,
+    hyper: &Hyper,
     mut on_step: impl FnMut(usize, usize, f32),
 ) -> Result<TrainResult, Diag> {
+    hyper.check(sig)?;
     let mut losses = Vec::with_capacity(steps);
     let mut peak = 0u64;
     let mut times = Vec::with_capacity(steps);
     for step in 1..=steps {
         let t = Instant::now();
-        let loss = step_once(exec, sig, step, lr_hint)?;
+        let loss = step_once(exec, sig, step, hyper)?;
         times.push(t.elapsed().as_secs_f64() * 1e3);
         peak = peak.max(exec.peak_bytes());
         losses.push(loss);

@@ -46,6 +46,14 @@ fn small(kind: ModelKind) -> GenOptions {
             o.heads = Some(2);
             o.batch = Some(2);
         }
+        ModelKind::Gpt => {
+            o.depth = Some(1);
+            o.seq = Some(4);
+            o.width = Some(8);
+            o.heads = Some(2);
+            o.vocab = Some(6);
+            o.batch = Some(2);
+        }
     }
     o
 }
@@ -118,6 +126,11 @@ fn transformer_gradient_matches_finite_differences() {
 }
 
 #[test]
+fn gpt_gradient_matches_finite_differences() {
+    check_model(ModelKind::Gpt);
+}
+
+#[test]
 fn every_model_kind_is_checked() {
-    assert_eq!(ModelKind::ALL.len(), 5, "a new model needs a gradient check above");
+    assert_eq!(ModelKind::ALL.len(), 6, "a new model needs a gradient check above");
 }

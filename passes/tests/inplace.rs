@@ -205,10 +205,10 @@ fn random_graphs_run_identically_in_the_arena() {
 #[test]
 fn testgen_graphs_and_gradients_run_identically_in_the_arena() {
     use ckopt_ir::testgen::{GenConfig, gen_module};
-    let cfg = GenConfig::default().annotated();
     let mut with_grad = 0;
-    for seed in 0..60u64 {
-        let mut m = gen_module(&cfg, seed);
+    let cfgs = [GenConfig::default().annotated(), GenConfig::default().annotated().with_int_ops()];
+    for (seed, cfg) in (0..60u64).map(|s| (s, &cfgs[0])).chain((0..40u64).map(|s| (s, &cfgs[1]))) {
+        let mut m = gen_module(cfg, seed);
         // A few generated ops have no gradient rule (e.g. max_pool2d_grad with
         // overlapping windows): then the forward function alone is checked.
         if autodiff(&mut m, &AutodiffOptions::default()).is_ok() {
@@ -216,7 +216,7 @@ fn testgen_graphs_and_gradients_run_identically_in_the_arena() {
         }
         check_pipeline(&m, seed);
     }
-    assert!(with_grad >= 40, "only {with_grad} of 60 graphs had gradients");
+    assert!(with_grad >= 65, "only {with_grad} of 100 graphs had gradients");
 }
 
 proptest::proptest! {
@@ -238,7 +238,7 @@ proptest::proptest! {
 #[test]
 fn generated_models_run_identically_in_the_arena() {
     use ckopt_models::{GenOptions, ModelKind, SizeOpt, generate};
-    for kind in [ModelKind::Mlp, ModelKind::Resmlp, ModelKind::Lstm, ModelKind::Resnet, ModelKind::Transformer] {
+    for kind in ModelKind::ALL {
         let mut o = GenOptions::default();
         for &(opt, _) in kind.options() {
             let v = match opt {
@@ -250,6 +250,7 @@ fn generated_models_run_identically_in_the_arena() {
                 SizeOpt::Channels => 4,
                 SizeOpt::Image => 8,
                 SizeOpt::Classes => 4,
+                SizeOpt::Vocab => 11,
             };
             o.set(opt, Some(v));
         }

@@ -77,7 +77,13 @@ fn add_redundancy(f: &mut Func, seed: u64) -> Added {
             grow(alias, f);
             alias[v.index()] = to;
         };
-        match rng.below(8) {
+        // Float mutations (exp, neg, scale) only on float values; integer and
+        // bool values get the duplicates and data-movement identities.
+        let choice = match rng.below(8) {
+            1..=3 if !ty.dtype.is_float() => 7,
+            c => c,
+        };
+        match choice {
             0 => {
                 let c = push(f, &mut body, orig.kind, &orig.operands, orig.attrs.clone(), &ty);
                 set(&mut alias, f, c);
@@ -233,6 +239,12 @@ proptest! {
     /// Same with ck.mirror / ck.checkpoint annotations on generated ops.
     #[test]
     fn local_passes_preserve_results_on_annotated_graphs(m in arb_module(&GenConfig::default().annotated()), seed in any::<u64>()) {
+        property(m, seed)?;
+    }
+
+    /// Same with the integer/bool/indexing ops.
+    #[test]
+    fn local_passes_preserve_results_with_int_ops(m in arb_module(&GenConfig::default().with_int_ops()), seed in any::<u64>()) {
         property(m, seed)?;
     }
 }

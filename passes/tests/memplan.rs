@@ -323,3 +323,51 @@ fn checker_agrees_with_brute_force_on_mutated_plans() {
     // Both outcomes are exercised.
     assert!(rejected > 30 && accepted > 10, "rejected {rejected}, accepted {accepted}");
 }
+
+/// The causal mask of a decoder at real element sizes: i64 iotas (8 bytes
+/// an element) and the i1 mask (1 byte) are placed, counted and checked at
+/// their sizes; `fuse` builds the mask inside the select's loop, so it is
+/// never stored; and no op writes in place across element sizes.
+#[test]
+fn masks_and_indices_are_placed_at_their_real_sizes() {
+    let src = r#"
+func.func @mask(%s: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  %e = "ck.exp"(%s) : (tensor<8x8xf32>) -> tensor<8x8xf32>
+  %r = "ck.iota"() {dim = 0} : () -> tensor<8x8xi64>
+  %c = "ck.iota"() {dim = 1} : () -> tensor<8x8xi64>
+  %m = "ck.ge"(%r, %c) : (tensor<8x8xi64>, tensor<8x8xi64>) -> tensor<8x8xi1>
+  %z = "ck.fill"() {value = 0.0 : f32} : () -> tensor<8x8xf32>
+  %y = "ck.select"(%m, %e, %z) : (tensor<8x8xi1>, tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+  "ck.return"(%y) : (tensor<8x8xf32>) -> ()
+}"#;
+    let m0 = ckopt_ir::parse_and_verify(src, "mask.ck").expect("parses");
+    // No fusion: every value stored. 2 iotas * 512 + mask 64 + exp/fill/select 3 * 256.
+    let mut m = m0.clone();
+    ckopt_passes::PassManager::parse("inplace,memplan").expect("pipeline").run(&mut m).expect("runs");
+    let f = &m.funcs[0];
+    let rep = ckopt_passes::analysis::memory_report(f);
+    assert_eq!(rep.total_bytes, 2 * 512 + 64 + 3 * 256, "{rep:?}");
+    check_func(f, 64).expect("the checker accepts the plan");
+    // The i1 mask never overwrites (or is overwritten by) a value of another element size.
+    for op in &f.body {
+        if let (Some(n), Some(r)) = (op.int_attr(ATTR_INPLACE), op.result) {
+            let o = op.operands[n as usize];
+            assert_eq!(f.ty(o).dtype.bytes(), f.ty(r).dtype.bytes(), "'ck.{}' in place across element sizes", op.kind.name());
+        }
+    }
+    let ge = f.body.iter().find(|o| o.kind == OpKind::Ge).expect("ge");
+    assert!(!ge.has_attr(ATTR_INPLACE), "ge's i1 result must not overwrite an i64 iota");
+    let out = ckopt_interp::arena::run_func_in_arena(&m, "mask", &[ckopt_interp::Tensor::new(vec![8, 8], vec![0.0; 64]).expect("x")])
+        .expect("arena run")
+        .0;
+    assert_eq!(out[0].data.iter().filter(|&&v| v == 1.0).count(), 36, "the lower triangle with its diagonal");
+    // Fused: the iotas, the mask, exp, fill and select form one loop; only the result is stored.
+    let mut m = m0;
+    ckopt_passes::PassManager::parse("fuse,memplan").expect("pipeline").run(&mut m).expect("runs");
+    let f = &m.funcs[0];
+    let rep = ckopt_passes::analysis::memory_report(f);
+    assert_eq!(rep.kernels, 1, "{rep:?}");
+    assert_eq!(rep.fused_bytes, 2 * 512 + 64 + 2 * 256, "{rep:?}");
+    assert_eq!(rep.total_bytes, 2 * 512 + 64 + 3 * 256, "{rep:?}");
+    assert_eq!(rep.arena_bytes, Some(256), "{rep:?}");
+}

@@ -21,6 +21,7 @@ fn small(kind: ModelKind) -> GenOptions {
             SizeOpt::Channels => 4,
             SizeOpt::Image => 8,
             SizeOpt::Classes => 4,
+            SizeOpt::Vocab => 11,
         };
         o.set(opt, Some(v));
     }
@@ -36,6 +37,8 @@ fn every_reported_statistic_is_declared() {
         "autodiff,inplace,remat{mode=greedy device_budget=64GiB},memplan",
         "autodiff,canonicalize,cse,dce,sgd{momentum=0.9},remat{mode=optimal budget=1GiB},fuse,memplan",
         "autodiff{wrt=0},inplace{iter-limit=1},remat{mode=none}",
+        "autodiff,inplace,adamw{lr=0.001 clip_norm=1},fuse,remat{mode=sqrt},memplan",
+        "autocast{dtype=bf16},autodiff,inplace,fuse,remat{mode=sqrt},memplan",
     ];
     let mut seen: BTreeSet<(String, String)> = BTreeSet::new();
     let mut ran: BTreeSet<String> = BTreeSet::new();

@@ -155,9 +155,9 @@ pub fn load(py: Python<'_>, path: PathBuf) -> PyResult<Module> {
 }
 
 /// A benchmark model of `ckopt-gen`: `"mlp"`, `"resmlp"`, `"lstm"`,
-/// `"resnet"` or `"transformer"`; the sizes are its flags (`depth=`,
-/// `width=`, `batch=`, `seq=`, `heads=`, `channels=`, `image=`,
-/// `classes=`), defaults as `ckopt-gen --help` says. Raises `GenError`.
+/// `"resnet"`, `"transformer"` or `"gpt"`; the sizes are its flags
+/// (`depth=`, `width=`, `batch=`, `seq=`, `heads=`, `channels=`, `image=`,
+/// `classes=`, `vocab=`), defaults as `ckopt-gen --help` says. Raises `GenError`.
 #[pyfunction]
 #[pyo3(signature = (model, **sizes))]
 #[pyo3(name = "gen")]
@@ -183,7 +183,8 @@ pub fn gen_model(py: Python<'_>, model: &str, sizes: Option<&Bound<'_, PyDict>>)
 /// returns the module (one function: graph inputs, loss inputs, then one
 /// `{ck.param}` argument per initializer) and the parameters by name
 /// (`dict[str, numpy.ndarray]`, in argument order). `loss`: `"none"`,
-/// `"mse"` or `"cross-entropy"`; `batch` fixes symbolic batch dims.
+/// `"mse"`, `"cross-entropy"` (one-hot labels) or `"cross-entropy-index"`
+/// (int64 class-index labels, ignore_index -100); `batch` fixes symbolic batch dims.
 /// Raises `OnnxError` (`OSError` for an unreadable file).
 #[pyfunction]
 #[pyo3(signature = (path_or_bytes, loss="none", batch=None))]
@@ -194,7 +195,7 @@ pub fn import_onnx<'py>(
     batch: Option<u64>,
 ) -> PyResult<(Module, Bound<'py, PyDict>)> {
     let loss = ckopt::Loss::from_name(loss)
-        .ok_or_else(|| PyValueError::new_err(format!("loss must be 'none', 'mse' or 'cross-entropy', got {loss:?}")))?;
+        .ok_or_else(|| PyValueError::new_err(format!("loss must be 'none', 'mse', 'cross-entropy' or 'cross-entropy-index', got {loss:?}")))?;
     let opts = ckopt::ImportOptions { loss, batch, name: None };
     let (bytes, file, dir) = if let Ok(b) = path_or_bytes.cast::<PyBytes>() {
         (b.as_bytes().to_vec(), "<bytes>".to_string(), None)

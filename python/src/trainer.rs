@@ -14,8 +14,11 @@ use std::sync::{Arc, Mutex};
 
 /// Trains `func` of `module` (a function whose first result is a scalar
 /// loss) through its step function `@FUNC_step` (built with autodiff and
-/// the `sgd` pass when the module has none; an existing one keeps its own
-/// learning rate). `target`: `"cpu"` (default), `"interp"` or `"cuda"`.
+/// the `sgd` or `adamw` pass when the module has none). `optimizer`:
+/// `"sgd"` (with `momentum`) or `"adamw"` (with `betas`, `eps`,
+/// `weight_decay`); `lr` and the others are inputs of the step given every
+/// step, also to a module's own step function (`None`: the step's
+/// default). `target`: `"cpu"` (default), `"interp"` or `"cuda"`.
 /// `params`: the initial `{ck.param}` values by name (a dict of arrays,
 /// e.g. what `import_onnx` returns); `None` draws them as `ckopt-run
 /// --seed 0` does. `step(*batch)` runs one step on a new batch: the
@@ -37,25 +40,64 @@ pub struct Trainer {
 #[pymethods]
 impl Trainer {
     #[new]
-    #[pyo3(signature = (module, func, target="cpu", optimizer="sgd", lr=0.01, params=None))]
+    #[pyo3(signature = (module, func, target="cpu", optimizer="sgd", lr=None, params=None, momentum=None, betas=None, eps=None, weight_decay=None, clip_norm=None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         module: &Module,
         func: &str,
         target: &str,
         optimizer: &str,
-        lr: f32,
+        lr: Option<f32>,
         params: Option<&Bound<'_, PyAny>>,
+        momentum: Option<f32>,
+        betas: Option<(f32, f32)>,
+        eps: Option<f32>,
+        weight_decay: Option<f32>,
+        clip_norm: Option<f32>,
     ) -> PyResult<Trainer> {
         let t = parse_target(target)?;
-        if optimizer != "sgd" {
-            return Err(PyValueError::new_err(format!("optimizer must be 'sgd' (the one ckopt has), got {optimizer:?}")));
-        }
-        if !lr.is_finite() || lr <= 0.0 {
+        if let Some(lr) = lr
+            && (!lr.is_finite() || lr <= 0.0)
+        {
             return Err(PyValueError::new_err(format!("lr must be a positive number, got {lr}")));
         }
+        let mut hyper = ckopt::Hyper::default();
+        for (name, v) in [("lr", lr), ("momentum", momentum), ("beta1", betas.map(|b| b.0)), ("beta2", betas.map(|b| b.1)), ("eps", eps), ("weight_decay", weight_decay), ("clip_norm", clip_norm)] {
+            if let Some(x) = v {
+                hyper.set(name, x);
+            }
+        }
+        let rule = match optimizer {
+            "sgd" => {
+                if betas.is_some() || eps.is_some() || weight_decay.is_some() {
+                    return Err(PyValueError::new_err("betas, eps and weight_decay are AdamW's: optimizer=\"adamw\""));
+                }
+                let mut o = ckopt::SgdOptions::default();
+                o.lr = lr.unwrap_or(o.lr);
+                o.momentum = momentum.unwrap_or(0.0);
+                o.clip_norm = clip_norm.unwrap_or(0.0);
+                ckopt::StepRule::Sgd(o)
+            }
+            "adamw" => {
+                if momentum.is_some() {
+                    return Err(PyValueError::new_err("momentum is SGD's; AdamW takes betas"));
+                }
+                let mut o = ckopt::AdamWOptions::default();
+                o.lr = lr.unwrap_or(o.lr);
+                if let Some((b1, b2)) = betas {
+                    (o.beta1, o.beta2) = (b1, b2);
+                }
+                o.eps = eps.unwrap_or(o.eps);
+                o.weight_decay = weight_decay.unwrap_or(o.weight_decay);
+                o.clip_norm = clip_norm.unwrap_or(0.0);
+                ckopt::StepRule::AdamW(o)
+            }
+            other => return Err(PyValueError::new_err(format!("optimizer must be 'sgd' or 'adamw', got {other:?}"))),
+        };
         let src = module.src();
-        let mut tr = detached(py, || ckopt::Trainer::new(&module.m, func, t, lr).map_err(api(src)))?;
+        let mut tr = detached(py, || ckopt::Trainer::with_rule(&module.m, func, t, &rule, hyper).map_err(api(src)))?;
+        let lr = tr.hyperparameters().iter().find(|h| h.0 == "lr").map(|h| h.1).unwrap_or(0.0);
         let f = tr.loss_function().clone();
         let params_idx = tr.param_indices();
         let names: Vec<(String, usize)> = params_idx.iter().map(|&i| (ckopt::arg_name(&f, i), i)).collect();
@@ -165,6 +207,111 @@ impl Trainer {
             None => Ok(None),
             Some(r) => json_value(py, &r.to_json().to_string()).map(Some),
         }
+    }
+
+    /// Trains on a safetensors dataset (one array per batch argument, named
+    /// as it, examples along axis 0; checked before any step): `steps`
+    /// steps, or `epochs` passes, batches shuffled per epoch by
+    /// `shuffle_seed`; `eval_data` evaluated every `eval_every` steps and at
+    /// the end; checkpoints into `save` every `save_every` steps and at the
+    /// end; `schedule`: `"constant"` or `"cosine"` (decaying to 0 at the
+    /// last step) after `warmup` steps. Returns a dict: `losses`, `lrs`,
+    /// `eval` (`[{"step", "loss", "accuracy"?}]`), `start_step`.
+    #[pyo3(signature = (data, steps=None, epochs=None, shuffle_seed=0, eval_data=None, eval_every=None, schedule=None, warmup=0, save=None, save_every=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn fit<'py>(
+        &self,
+        py: Python<'py>,
+        data: &str,
+        steps: Option<usize>,
+        epochs: Option<usize>,
+        shuffle_seed: Option<u64>,
+        eval_data: Option<&str>,
+        eval_every: Option<usize>,
+        schedule: Option<&str>,
+        warmup: usize,
+        save: Option<&str>,
+        save_every: Option<usize>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let src = self.source.as_deref().map(|s| s.as_str());
+        let r = detached(py, || {
+            let mut tr = lock(&self.inner);
+            let n = match (steps, epochs) {
+                (Some(s), _) => s,
+                (None, Some(e)) => {
+                    let f = tr.loss_function().clone();
+                    let d = ckopt::Dataset::open(data, &f, &tr.param_indices()).map_err(|e| Failure::from(ckopt::Error::input(e.to_string())))?;
+                    e * d.batches_per_epoch()
+                }
+                (None, None) => 10,
+            };
+            let kind = match schedule {
+                None => None,
+                Some(k) => Some(k.parse::<ckopt::ScheduleKind>().map_err(|m| Failure::from(ckopt::Error::input(m)))?),
+            };
+            if kind.is_some() || warmup > 0 {
+                let lr = tr.hyperparameters().iter().find(|h| h.0 == "lr").map(|h| h.1).unwrap_or(0.0);
+                let start = tr.steps();
+                tr.set_schedule(Some(ckopt::Schedule { kind: kind.unwrap_or(ckopt::ScheduleKind::Constant), lr, warmup, total: start + n }));
+            }
+            let r = tr.fit(data, n, shuffle_seed, eval_data, eval_every, save.map(|s| (s, save_every))).map_err(api(src));
+            tr.set_schedule(None);
+            r
+        })?;
+        let d = PyDict::new(py);
+        d.set_item("losses", r.losses.iter().map(|&x| f64::from(x)).collect::<Vec<_>>())?;
+        d.set_item("lrs", r.lrs.iter().map(|&x| f64::from(x)).collect::<Vec<_>>())?;
+        d.set_item("start_step", r.start_step)?;
+        let ev = pyo3::types::PyList::empty(py);
+        for e in &r.eval {
+            let x = PyDict::new(py);
+            x.set_item("step", e.step)?;
+            x.set_item("loss", e.loss)?;
+            if let Some(a) = e.accuracy {
+                x.set_item("accuracy", a)?;
+            }
+            x.set_item("examples", e.examples)?;
+            ev.append(x)?;
+        }
+        d.set_item("eval", ev)?;
+        Ok(d)
+    }
+
+    /// Writes a checkpoint (parameters, optimizer state, step) into the
+    /// directory `path`, atomically.
+    fn save(&self, py: Python<'_>, path: &str) -> PyResult<()> {
+        let src = self.source.as_deref().map(|s| s.as_str());
+        detached(py, || lock(&self.inner).save(path).map_err(api(src)))
+    }
+
+    /// Loads the checkpoint in the directory `path` (refused whole when it
+    /// is not one of this model); the following steps continue exactly.
+    /// Returns the step it reached.
+    fn resume(&self, py: Python<'_>, path: &str) -> PyResult<usize> {
+        let src = self.source.as_deref().map(|s| s.as_str());
+        detached(py, || lock(&self.inner).resume(path).map_err(api(src)))
+    }
+
+    /// The value each hyperparameter input of the step gets at the next
+    /// step (dict: `lr`, ...).
+    #[getter]
+    fn hyperparameters<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        for (n, v) in lock(&self.inner).hyperparameters() {
+            d.set_item(n, f64::from(v))?;
+        }
+        Ok(d)
+    }
+
+    /// The learning rate of the next step (settable: the following steps use the new one).
+    #[getter]
+    fn lr(&self) -> f64 {
+        lock(&self.inner).hyperparameters().iter().find(|h| h.0 == "lr").map(|h| f64::from(h.1)).unwrap_or(0.0)
+    }
+
+    #[setter]
+    fn set_lr(&self, lr: f32) -> PyResult<()> {
+        lock(&self.inner).set_hyper("lr", lr).map_err(|e| PyValueError::new_err(e.to_string()))
     }
 
     /// The memory report (dict) of the step function as compiled.

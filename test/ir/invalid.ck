@@ -890,7 +890,7 @@ func.func @f(%x: tensor<2xf32> {ck.param = true}) {
 // -----
 
 /// Unknown ck.* argument attributes are rejected.
-// expected-error@+1 {{@f argument #0: unknown argument attribute 'ck.parm' (known: ck.param, ck.donate, ck.step, ck.opt_state, ck.name)}}
+// expected-error@+1 {{@f argument #0: unknown argument attribute 'ck.parm' (known: ck.param, ck.donate, ck.step, ck.opt_state, ck.name, ck.hyper, ck.hyper_default)}}
 func.func @f(%x: tensor<2xf32> {ck.parm}) {
   "ck.return"() : () -> ()
 }

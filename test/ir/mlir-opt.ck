@@ -7,6 +7,7 @@
 // RUN: ckopt-gen lstm --depth 2 --seq 3 --width 4 --batch 2 | %mlir-opt --allow-unregistered-dialect | ckopt-opt > /dev/null
 // RUN: ckopt-gen resnet --depth 2 --channels 4 --image 6 --batch 2 --classes 3 | %mlir-opt --allow-unregistered-dialect | ckopt-opt > /dev/null
 // RUN: ckopt-gen transformer --depth 2 --seq 4 --width 8 --heads 2 --batch 2 | %mlir-opt --allow-unregistered-dialect | ckopt-opt > /dev/null
+// RUN: ckopt-gen gpt --depth 2 --seq 4 --width 8 --heads 2 --vocab 7 --batch 2 | %mlir-opt --allow-unregistered-dialect | ckopt-opt > /dev/null
 
 /// What ckopt prints is accepted by upstream mlir-opt (LLVM 22) with
 /// --allow-unregistered-dialect, and what mlir-opt prints back (renamed

@@ -17,12 +17,25 @@ BatchNorm + HardSwish, 3x3 conv + BatchNorm + HardSwish, squeeze-excite
 with ReLU and HardSigmoid, 1x1 project + BatchNorm, residual; then global
 average pool and a linear head).
 
+`gpt_ts` and `gpt_dynamo`: a small GPT (token and position embeddings,
+2 pre-norm decoder blocks with causal self-attention (a tril mask buffer and
+masked_fill with -inf) and a GELU MLP, final LayerNorm, untied head;
+vocab 32, 8 positions, width 16, 2 heads) exported by both of PyTorch's
+exporters: TorchScript (`dynamo=False`, opset 17) and torch.export
+(`dynamo=True`, its default opset), input `ids` int64 [2, 8], output the
+logits [2, 8, 32]. `gpt_loss_ts` and `gpt_loss_dynamo`: the same weights
+with `F.cross_entropy` over the flattened logits against int64 `labels`
+[2, 8] (one of them -100, PyTorch's ignore_index) in the graph, output the
+rank-0 loss (both exporters write SoftmaxCrossEntropyLoss). Their shapes are
+static (batch 2).
+
 `export_models.py NAME...` exports only the named models (the others'
 committed fixtures stay as they are).
 
 Needs torch, onnx, onnxruntime (scripts/onnx-env.sh --torch). Run from the
 repository root: ~/.cache/ckopt/onnx-venv/bin/python test/onnx/export_models.py
 """
+import math
 import os
 import sys
 
@@ -114,6 +127,76 @@ class Mbv3(nn.Module):
         return self.head(nn.functional.adaptive_avg_pool2d(x, 1).flatten(1))
 
 
+class GptBlock(nn.Module):
+    def __init__(self, d, heads, seq):
+        super().__init__()
+        self.heads = heads
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.fc, self.out = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+        self.register_buffer("mask", torch.tril(torch.ones(seq, seq)).view(1, 1, seq, seq))
+
+    def forward(self, x):
+        b, t, c = x.shape
+        hd = c // self.heads
+        q, k, v = self.qkv(self.ln1(x)).split(c, dim=2)
+        q, k, v = (z.view(b, t, self.heads, hd).transpose(1, 2) for z in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hd))
+        att = att.masked_fill(self.mask[:, :, :t, :t] == 0, float("-inf"))
+        y = torch.softmax(att, dim=-1) @ v
+        x = x + self.proj(y.transpose(1, 2).contiguous().view(b, t, c))
+        return x + self.out(nn.functional.gelu(self.fc(self.ln2(x))))
+
+
+class Gpt(nn.Module):
+    def __init__(self, vocab=32, seq=8, d=16, heads=2, depth=2):
+        super().__init__()
+        self.wte, self.wpe = nn.Embedding(vocab, d), nn.Embedding(seq, d)
+        self.blocks = nn.ModuleList([GptBlock(d, heads, seq) for _ in range(depth)])
+        self.lnf, self.head = nn.LayerNorm(d), nn.Linear(d, vocab, bias=False)
+
+    def forward(self, ids):
+        pos = torch.arange(0, ids.shape[1], dtype=torch.long, device=ids.device)
+        x = self.wte(ids) + self.wpe(pos)
+        for blk in self.blocks:
+            x = blk(x)
+        return self.head(self.lnf(x))
+
+
+class GptLoss(nn.Module):
+    def __init__(self, gpt):
+        super().__init__()
+        self.gpt = gpt
+
+    def forward(self, ids, labels):
+        logits = self.gpt(ids)
+        return nn.functional.cross_entropy(logits.view(-1, logits.size(-1)), labels.view(-1))
+
+
+def export_gpt(name, model, args, input_names, output_name, dynamo):
+    """A GPT model (static shapes, integer inputs) and onnxruntime's output."""
+    d = os.path.join(OUT, name)
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, "model.onnx")
+    model.eval()
+    kw = {} if dynamo else {"opset_version": OPSET}
+    torch.onnx.export(model, args, path, input_names=input_names, output_names=[output_name], dynamo=dynamo,
+                      external_data=False, **kw)
+    m = onnx.load(path)
+    onnx.checker.check_model(m)
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    feeds = {n: a.numpy() for n, a in zip(input_names, args)}
+    (y,) = sess.run(None, feeds)
+    for i, (n, a) in enumerate(zip(input_names, args)):
+        with open(os.path.join(d, f"input_{i}.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(a.numpy(), n).SerializeToString())
+    with open(os.path.join(d, "output_0.pb"), "wb") as f:
+        f.write(numpy_helper.from_array(np.asarray(y, dtype=np.float32), output_name).SerializeToString())
+    ops = sorted({n.op_type for n in m.graph.node})
+    opset = [o.version for o in m.opset_import if o.domain in ("", "ai.onnx")]
+    print(f"{name}: {os.path.getsize(path)} bytes, opset {opset}, ops {ops}")
+
+
 def randomize_bn(model, gen):
     # Non-trivial running statistics, so the import must use the file's values.
     for m in model.modules():
@@ -171,6 +254,15 @@ def main(names):
     x = torch.randn(2, 3, 6, 6, generator=gen) * 2.0  # wide enough to reach both HardSwish corners
     if want("mbv3"):
         export("mbv3", mbv3, x, dynamic_batch=True, fold=False)
+    gpt = Gpt()
+    ids = torch.randint(0, 32, (2, 8), generator=gen)
+    labels = torch.randint(0, 32, (2, 8), generator=gen)
+    labels[1, 3] = -100
+    for dynamo, tag in [(False, "ts"), (True, "dynamo")]:
+        if want(f"gpt_{tag}"):
+            export_gpt(f"gpt_{tag}", gpt, (ids,), ["ids"], "logits", dynamo)
+        if want(f"gpt_loss_{tag}"):
+            export_gpt(f"gpt_loss_{tag}", GptLoss(gpt), (ids, labels), ["ids", "labels"], "loss", dynamo)
 
 
 if __name__ == "__main__":

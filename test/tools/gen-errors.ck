@@ -1,7 +1,7 @@
 /// ckopt-gen rejects bad options with a clear message and exit code 1.
 
 // RUN: not ckopt-gen vgg 2>&1 | FileCheck %s --check-prefix=MODEL
-// MODEL: unknown model 'vgg' (valid: mlp, resmlp, lstm, resnet, transformer)
+// MODEL: unknown model 'vgg' (valid: mlp, resmlp, lstm, resnet, transformer, gpt)
 
 // RUN: not ckopt-gen mlp --depth 0 2>&1 | FileCheck %s --check-prefix=ZERO
 // ZERO: ckopt-gen: error: --depth must be between 1 and 2147483648, got 0

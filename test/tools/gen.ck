@@ -8,6 +8,8 @@
 // RUN: ckopt-gen lstm --depth 2 --seq 3 --width 4 --batch 2 | %mlir-opt --allow-unregistered-dialect | FileCheck %s --check-prefix=LSTM
 // RUN: ckopt-gen resnet --depth 2 --channels 4 --image 6 --batch 2 --classes 3 | %mlir-opt --allow-unregistered-dialect | FileCheck %s --check-prefix=RESNET
 // RUN: ckopt-gen transformer --depth 2 --seq 4 --width 8 --heads 2 --batch 2 | %mlir-opt --allow-unregistered-dialect | FileCheck %s --check-prefix=TF
+// RUN: ckopt-gen gpt --depth 2 --seq 4 --width 8 --heads 2 --vocab 7 --batch 2 | %mlir-opt --allow-unregistered-dialect | FileCheck %s --check-prefix=GPT
+// RUN: ckopt-gen gpt --depth 1 --seq 4 --width 8 --heads 2 --vocab 7 --batch 2 | FileCheck %s --check-prefix=GPTNAMES
 // RUN: ckopt-gen resmlp -o %t.ck && %mlir-opt --allow-unregistered-dialect %t.ck > /dev/null
 
 // MLP-LABEL: func.func @mlp(%x: tensor<4x8xf32>, %target: tensor<4x8xf32>, %w0: tensor<8x8xf32> {ck.param}, %b0: tensor<8xf32> {ck.param}, %w1: tensor<8x8xf32> {ck.param}, %b1: tensor<8xf32> {ck.param}) -> tensor<f32> {
@@ -42,3 +44,15 @@
 // TF: "ck.matmul"(%{{.*}}, %{{.*}}) {transpose_b = true} : (tensor<4x4x4xf32>, tensor<4x4x4xf32>) -> tensor<4x4x4xf32>
 // TF: "ck.div"
 // TF: "ck.return"
+
+// GPT-LABEL: func.func @gpt(%{{.*}}: tensor<2x4xi64>, %{{.*}}: tensor<2x4xi64>, %{{.*}}: tensor<7x8xf32> {ck.param}, %{{.*}}: tensor<4x8xf32> {ck.param}
+// GPT: "ck.gather"
+// GPT: "ck.select"
+// GPT: "ck.cross_entropy"
+
+// GPTNAMES: %tok = "ck.gather"(%wte, %ids_flat) {axis = 0 : i64} : (tensor<7x8xf32>, tensor<8xi64>) -> tensor<8x8xf32>
+// GPTNAMES: %causal0 = "ck.ge"(%row0, %col0) : (tensor<4x4x4xi64>, tensor<4x4x4xi64>) -> tensor<4x4x4xi1>
+// GPTNAMES: %ninf0 = "ck.fill"() {value = 0xFF800000 : f32} : () -> tensor<4x4x4xf32>
+// GPTNAMES: %masked0 = "ck.select"(%causal0, %scaled0, %ninf0)
+// GPTNAMES: %logits = "ck.matmul"(%lnf, %wte) {transpose_b = true}
+// GPTNAMES: %loss = "ck.cross_entropy"(%logits, %labels_flat) : (tensor<8x7xf32>, tensor<8xi64>) -> tensor<f32>

@@ -17,8 +17,8 @@
 
 use ckopt_interp::{InterpExec, StepExec, Tensor};
 use ckopt_ir::{Diag, Module};
-use ckopt_passes::sgd::SgdOptions;
-use ckopt_passes::train::{StepSig, initial_args, prepare, train_loop};
+use ckopt_passes::sgd::{SgdOptions, StepRule};
+use ckopt_passes::train::{Hyper, StepSig, initial_args, prepare, train_loop};
 
 pub use ckopt_passes::train::loss_func_name;
 
@@ -47,12 +47,13 @@ pub struct TrainResult {
 /// The module with `@NAME_step` and its signature (see `ckopt_passes::train::prepare`).
 pub fn prepared(module: &Module, name: &str, lr: f32) -> Result<(Module, StepSig), Diag> {
     let mut m = module.clone();
-    let sig = prepare(&mut m, name, &SgdOptions { lr, ..Default::default() })?;
+    let sig = prepare(&mut m, name, &StepRule::Sgd(SgdOptions { lr, ..Default::default() }))?;
     Ok((m, sig))
 }
 
 /// Runs `steps` steps on `exec`, whose arguments are the step function's
-/// initial arguments; `n_args` is the loss function's argument count.
+/// initial arguments, at learning rate `lr` (the step's `lr` input, whatever
+/// the step was built with); `n_args` is the loss function's argument count.
 pub fn run_steps(
     exec: &mut dyn StepExec,
     sig: &StepSig,
@@ -61,7 +62,7 @@ pub fn run_steps(
     lr: f32,
     on_step: impl FnMut(usize, usize, f32),
 ) -> Result<TrainResult, Diag> {
-    let r = train_loop(exec, sig, steps, lr, on_step)?;
+    let r = train_loop(exec, sig, steps, &Hyper::lr(lr), on_step)?;
     Ok(TrainResult {
         losses: r.losses,
         args: r.args.into_iter().take(n_args).collect(),

@@ -36,6 +36,36 @@ def rand(shape, dt, lo=-2.0, hi=2.0):
     return low(rng.uniform(lo, hi, size=shape), dt)
 
 
+NP = {"f32": np.float32, "i64": np.int64, "i32": np.int32, "i1": np.bool_}
+
+
+def raw(a, dt):
+    """The elements' bit patterns (floats) or values (integers, i1 as 0/1)."""
+    if dt in LOW:
+        return bits(a, dt)
+    a = np.asarray(a, dtype=NP[dt])
+    if dt == "f32":
+        return [int(b) for b in a.view(np.uint32).ravel()]
+    return [int(v) for v in a.astype(np.int64).ravel()]
+
+
+def tensor(a, dt):
+    return {"shape": list(np.shape(a)), "dtype": dt, "bits": raw(a, dt)}
+
+
+def mixed(op, dt, inputs, result, attrs=None, ulps=0):
+    """A case whose operands and result have their own element types:
+    `inputs` and `result` are (array, dtype) pairs."""
+    cases.append({
+        "op": op,
+        "dtype": dt,
+        "attrs": attrs or {},
+        "inputs": [tensor(a, d) for a, d in inputs],
+        "result": tensor(*result),
+        "ulps": ulps,
+    })
+
+
 def case(op, dt, inputs, result, attrs=None, ulps=0):
     """`ulps`: how many low-type ulps the result may differ by (0 for exact
     arithmetic; 1 where numpy's float32 math or summation order may differ
@@ -209,6 +239,37 @@ for dt in ("bf16", "f16"):
     case("avg_pool2d_grad", dt, [pdy], avg_pool_grad(pdy, px.shape, k, st), attrs={"window": list(k), "stride": list(st)}, ulps=1)
     case("fill", dt, [], np.full((2, 3), 0.1, np.float32), attrs={"value": 0.1})
     case("dropout", dt, [x], dropout(x, 0.25, 7), attrs={"rate": 0.25, "seed": 7})
+
+# Ops whose operands and result differ in element type (issue 19's ops on
+# low-precision data; ck.cast between every pair of float and integer types).
+for dt in ("bf16", "f16"):
+    other = "f16" if dt == "bf16" else "bf16"
+    x, y = rand((4, 6), dt), rand((4, 6), dt)
+    # f32 values: random ones, and exact ties between two low neighbours
+    # (round to nearest even decides them).
+    xf = rng.uniform(-3, 3, size=(64,)).astype(np.float32)
+    lo_ = low(xf, dt)
+    nxt = np.nextafter(lo_.astype(LOW[dt]), LOW[dt](np.inf)).astype(np.float32)
+    ties = ((lo_.astype(np.float64) + nxt.astype(np.float64)) / 2).astype(np.float32)
+    for src in (xf, ties):
+        mixed("cast", dt, [(src, "f32")], (low(src, dt), dt))
+    mixed("cast", dt, [(x, dt)], (x, "f32"))
+    mixed("cast", dt, [(x, dt)], (low(x, other), other))
+    ints = np.array([0, 1, -1, 255, 256, 257, 2049, -4097, 65519, 12345], np.int64)
+    mixed("cast", dt, [(ints, "i64")], (low(ints.astype(np.float32), dt), dt))
+    mixed("cast", dt, [(x * 3, dt)], (np.trunc(low(x * 3, dt)).astype(np.int64), "i64"))
+    mixed("cast", dt, [(x * 3, dt)], (np.trunc(low(x * 3, dt)).astype(np.int32), "i32"))
+    mixed("cast", dt, [(x, dt)], (x != 0, "i1"))
+    c = rng.uniform(size=(4, 6)) < 0.5
+    mixed("select", dt, [(c, "i1"), (x, dt), (y, dt)], (np.where(c, x, y), dt))
+    for name, fn in (("eq", np.equal), ("ne", np.not_equal), ("lt", np.less), ("le", np.less_equal), ("gt", np.greater), ("ge", np.greater_equal)):
+        yy = np.where(rng.uniform(size=(4, 6)) < 0.3, x, y)
+        mixed(name, dt, [(x, dt), (yy, dt)], (fn(x, yy), "i1"))
+    table = rand((5, 3), dt)
+    idx = np.array([[4, 0], [2, 2]], np.int64)
+    mixed("gather", dt, [(table, dt), (idx, "i64")], (table[idx], dt), attrs={"axis": 0})
+    along = np.array([[2, 0, 1], [0, 0, 2], [1, 2, 2], [0, 1, 0], [2, 2, 2]], np.int32)
+    mixed("take_along", dt, [(table, dt), (along, "i32")], (np.take_along_axis(table, along, axis=1), dt), attrs={"axis": 1})
 
 out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cases.json")
 with open(out, "w") as f:

@@ -1,11 +1,14 @@
 //! Elementwise ONNX ops: binary arithmetic (with ONNX broadcasting made
-//! explicit), Pow with a constant exponent, unary math and activations,
-//! Gelu, HardSigmoid/HardSwish, Identity, Dropout and Cast.
+//! explicit; integer operands too), Pow with a constant exponent, unary
+//! math and activations, Gelu, HardSigmoid/HardSwish, Identity, Dropout,
+//! Cast, the comparisons and logic giving i1, Where, and Trilu's mask.
 
 use super::*;
 
 /// The op types converted here.
-pub(super) const OPS: &[&str] = &["Add", "Sub", "Mul", "Div", "Pow", "Relu", "Sigmoid", "Tanh", "Sqrt", "Erf", "Exp", "Log", "Neg", "Gelu", "HardSigmoid", "HardSwish", "Identity", "Dropout", "Cast"];
+pub(super) const OPS: &[&str] = &["Add", "Sub", "Mul", "Div", "Pow", "Relu", "Sigmoid", "Tanh", "Sqrt", "Erf", "Exp", "Log", "Neg", "Gelu", "HardSigmoid", "HardSwish", "Identity", "Dropout", "Cast",
+    "Where", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Not", "And", "Or", "Xor", "Trilu",
+];
 
 pub(super) fn convert(imp: &mut Importer<'_>, op: &str, a: &NodeAttrs<'_>, ins: &[Option<Val>], n_out: usize) -> R<Vec<Val>> {
     let x = inp(imp, ins, 0);
@@ -14,8 +17,9 @@ pub(super) fn convert(imp: &mut Importer<'_>, op: &str, a: &NodeAttrs<'_>, ins: 
         "Add" | "Sub" | "Mul" | "Div" => {
             let (p, q) = (x?, inp(imp, ins, 1)?);
             let out = broadcast_shapes(&imp.shape(&p), &imp.shape(&q)).map_err(|m| imp.err(m))?;
+            let dt = imp.common_dtype(&[&p, &q]);
             // Multiplying by a constant that is one number everywhere is a scale.
-            if op == "Mul" {
+            if op == "Mul" && dt.is_float() {
                 for (c, other) in [(&q, &p), (&p, &q)] {
                     if let Val::Const(t) = c
                         && let Some(s) = t.splat()
@@ -26,8 +30,8 @@ pub(super) fn convert(imp: &mut Importer<'_>, op: &str, a: &NodeAttrs<'_>, ins: 
                     }
                 }
             }
-            let pa = imp.operand(&p, &out)?;
-            let qa = imp.operand(&q, &out)?;
+            let pa = imp.operand_as(&p, &out, dt)?;
+            let qa = imp.operand_as(&q, &out, dt)?;
             let kind = match op {
                 "Add" => OpKind::Add,
                 "Sub" => OpKind::Sub,
@@ -108,13 +112,101 @@ pub(super) fn convert(imp: &mut Importer<'_>, op: &str, a: &NodeAttrs<'_>, ins: 
         }
         "Cast" => {
             let to = a.int("to", 0) as i32;
-            if !dtype::is_float(to) {
-                return Err(imp.err(format!("Cast of a computed tensor to {} is not supported (ck computes in f32)", dtype::name(to))));
+            let dt = ck_dtype(to).ok_or_else(|| {
+                imp.err(format!("Cast to {} is not supported (ck element types: float, float16, bfloat16, int64, int32, bool)", dtype::name(to)))
+            })?;
+            let v = x?;
+            let xv = imp.dynv(&v)?;
+            one(imp.cast(xv, dt)?)
+        }
+        "Where" => {
+            let (c, p, q) = (x?, inp(imp, ins, 1)?, inp(imp, ins, 2)?);
+            let s1 = broadcast_shapes(&imp.shape(&c), &imp.shape(&p)).map_err(|m| imp.err(m))?;
+            let out = broadcast_shapes(&s1, &imp.shape(&q)).map_err(|m| imp.err(m))?;
+            let dt = imp.common_dtype(&[&p, &q]);
+            let cv = imp.operand_as(&c, &out, DType::I1)?;
+            let pv = imp.operand_as(&p, &out, dt)?;
+            let qv = imp.operand_as(&q, &out, dt)?;
+            one(imp.push(OpKind::Select, &[cv, pv, qv], Attrs::new(), None)?)
+        }
+        "Equal" | "Less" | "LessOrEqual" | "Greater" | "GreaterOrEqual" | "And" | "Or" | "Xor" => {
+            let (p, q) = (x?, inp(imp, ins, 1)?);
+            let out = broadcast_shapes(&imp.shape(&p), &imp.shape(&q)).map_err(|m| imp.err(m))?;
+            let logic = matches!(op, "And" | "Or" | "Xor");
+            let dt = if logic { DType::I1 } else { imp.common_dtype(&[&p, &q]) };
+            let pv = imp.operand_as(&p, &out, dt)?;
+            let qv = imp.operand_as(&q, &out, dt)?;
+            if logic && (imp.dt(pv) != DType::I1 || imp.dt(qv) != DType::I1) {
+                return Err(imp.err(format!("{op} needs bool operands, got {} and {}", imp.f.ty(pv), imp.f.ty(qv))));
             }
-            Ok(vec![x?])
+            let kind = match op {
+                "Equal" => OpKind::Eq,
+                "Less" => OpKind::Lt,
+                "LessOrEqual" => OpKind::Le,
+                "Greater" => OpKind::Gt,
+                "GreaterOrEqual" => OpKind::Ge,
+                "And" => OpKind::And,
+                "Or" => OpKind::Or,
+                _ => {
+                    // a xor b = (a or b) and not (a and b)
+                    let o = imp.bin(OpKind::Or, pv, qv)?;
+                    let n = imp.bin(OpKind::And, pv, qv)?;
+                    let nn = imp.un(OpKind::Not, n)?;
+                    return one(imp.bin(OpKind::And, o, nn)?);
+                }
+            };
+            one(imp.bin(kind, pv, qv)?)
+        }
+        "Not" => {
+            let v = imp.dynv_as(&x?, DType::I1)?;
+            if imp.dt(v) != DType::I1 {
+                return Err(imp.err(format!("Not needs a bool operand, got {}", imp.f.ty(v))));
+            }
+            one(imp.un(OpKind::Not, v)?)
+        }
+        "Trilu" => {
+            let v = x?;
+            let k = match ins.get(1).cloned().flatten() {
+                Some(t) => imp.known(&t).and_then(|c| c.as_i64().first().copied()).ok_or_else(|| imp.err("Trilu's k must be a constant"))?,
+                None => 0,
+            };
+            let xv = imp.dynv(&v)?;
+            one(trilu(imp, xv, k, a.int("upper", 1) != 0)?)
         }
         _ => Err(not_here(imp, op)),
     }
+}
+
+/// Trilu: the upper (`upper`) or lower triangle of the last two dims, from
+/// diagonal `k` on: `select(col - row >= k, x, 0)` (lower: `<= k`), with
+/// `row` and `col` `iota`s (i64) of x's shape; x of any element type.
+fn trilu(imp: &mut Importer<'_>, x: ValueId, k: i64, upper: bool) -> R<ValueId> {
+    let s = imp.ty(x);
+    let r = s.len();
+    if r < 2 {
+        return Err(imp.err(format!("Trilu needs an input of rank >= 2, got {s:?}")));
+    }
+    let (m, n) = (s[r - 2] as i64, s[r - 1] as i64);
+    // Every element kept or every element zeroed: no mask.
+    let (all, none) = if upper { (k <= -(m - 1), k >= n) } else { (k >= n - 1, k < -(m - 1)) };
+    let dt = imp.dt(x);
+    if all {
+        return Ok(x);
+    }
+    if none {
+        return imp.fill_of(&s, 0.0, dt);
+    }
+    // The mask over the last two dims, broadcast over the leading ones.
+    let mn = [m as u64, n as u64];
+    let ity = TensorType::new(mn.to_vec(), DType::I64);
+    let row = imp.push(OpKind::Iota, &[], attrs([("dim", Attr::Int(0))]), Some(ity.clone()))?;
+    let col = imp.push(OpKind::Iota, &[], attrs([("dim", Attr::Int(1))]), Some(ity))?;
+    let d = imp.bin(OpKind::Sub, col, row)?;
+    let kk = imp.fill_of(&mn, k as f32, DType::I64)?;
+    let keep = imp.bin(if upper { OpKind::Ge } else { OpKind::Le }, d, kk)?;
+    let keep = imp.bcast(keep, &s)?;
+    let zero = imp.fill_of(&s, 0.0, dt)?;
+    imp.push(OpKind::Select, &[keep, x, zero], Attrs::new(), None)
 }
 
 /// HardSigmoid: `max(0, min(1, alpha x + beta))`, as

@@ -1,8 +1,10 @@
 //! ONNX node -> ck ops, split by op family as autodiff and lowering are:
-//! `elementwise.rs` (arithmetic, unary math, activations, Dropout, Cast),
+//! `elementwise.rs` (arithmetic, unary math, activations, Dropout, Cast,
+//! comparisons, logic, Where, Trilu),
 //! `nn.rs` (Softmax, Gemm, MatMul, the normalizations), `conv.rs`
 //! (Conv and pooling), `reduce.rs` (ReduceMean/Sum/Max) and `movement.rs`
-//! (shapes, reshapes, slicing, concatenation, Gather, Constant). Each family
+//! (shapes, reshapes, slicing, concatenation, Gather, GatherElements,
+//! Constant). Each family
 //! declares `OPS`, the op types it converts; [`convert`] dispatches on them.
 //!
 //! Every conversion states its ONNX semantics in terms of existing ck ops;
@@ -22,9 +24,9 @@ mod reduce;
 pub use nn::log_softmax;
 
 use crate::fold::{self, axis, broadcast_shapes};
-use crate::import::{Importer, NodeAttrs, Val};
+use crate::import::{Importer, NodeAttrs, Val, ck_dtype};
 use crate::tensor::{CTensor, DataDir, dtype};
-use ckopt_ir::{Attr, Attrs, Diag, OpKind, TensorType, ValueId, attrs};
+use ckopt_ir::{Attr, Attrs, DType, Diag, OpKind, TensorType, ValueId, attrs};
 
 type R<T> = Result<T, Diag>;
 
@@ -73,7 +75,8 @@ fn slice(imp: &mut Importer<'_>, v: ValueId, offs: &[u64], size: &[u64]) -> R<Va
     if imp.ty(v) == size {
         return Ok(v);
     }
-    imp.push(OpKind::Slice, &[v], attrs([("offsets", ints(offs))]), Some(TensorType::f32(size.to_vec())))
+    let ty = imp.f.ty(v).with_shape(size.to_vec());
+    imp.push(OpKind::Slice, &[v], attrs([("offsets", ints(offs))]), Some(ty))
 }
 
 #[cfg(test)]

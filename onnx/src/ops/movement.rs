@@ -1,11 +1,12 @@
 //! Shapes and data movement: Flatten, Reshape, Squeeze/Unsqueeze,
-//! Transpose, Shape, Size, Expand, Slice, Split, Concat, Gather and Constant
+//! Transpose, Shape, Size, Expand, Slice, Split, Concat, Gather,
+//! GatherElements and Constant
 //! (all shape arithmetic happens here at import time).
 
 use super::*;
 
 /// The op types converted here.
-pub(super) const OPS: &[&str] = &["Flatten", "Reshape", "Squeeze", "Unsqueeze", "Transpose", "Shape", "Size", "Expand", "Slice", "Split", "Concat", "Gather", "Constant"];
+pub(super) const OPS: &[&str] = &["Flatten", "Reshape", "Squeeze", "Unsqueeze", "Transpose", "Shape", "Size", "Expand", "Slice", "Split", "Concat", "Gather", "GatherElements", "Constant"];
 
 pub(super) fn convert(imp: &mut Importer<'_>, op: &str, a: &NodeAttrs<'_>, ins: &[Option<Val>], n_out: usize) -> R<Vec<Val>> {
     let x = inp(imp, ins, 0);
@@ -132,12 +133,40 @@ pub(super) fn convert(imp: &mut Importer<'_>, op: &str, a: &NodeAttrs<'_>, ins: 
             }
             one(imp.push(OpKind::Concat, &parts, attrs([("dim", Attr::Int(ax as i64))]), None)?)
         }
-        "Gather" => {
+        "Gather" | "GatherElements" => {
             let data = x?;
-            let idx = imp.known(&inp(imp, ins, 1)?).ok_or_else(|| imp.err("Gather with computed indices is not supported (the indices must be constant)"))?;
+            let iv = inp(imp, ins, 1)?;
             let v = imp.dynv(&data)?;
             let s = imp.ty(v);
             let ax = axis(a.int("axis", 0), s.len()).map_err(|m| imp.err(m))?;
+            let known = imp.known(&iv);
+            let few = known.as_ref().is_some_and(|k| k.len() <= MAX_SLICED_INDICES);
+            if op == "GatherElements" || !few {
+                let idx = match known {
+                    Some(k) => {
+                        // Constant indices: checked and made non-negative here.
+                        let mut norm = Vec::with_capacity(k.len());
+                        for &i in &k.as_i64() {
+                            let j = if i < 0 { i + s[ax] as i64 } else { i };
+                            if j < 0 || j as u64 >= s[ax] {
+                                return Err(imp.err(format!("{op} index {i} is out of range for dimension {ax} of size {}", s[ax])));
+                            }
+                            norm.push(j);
+                        }
+                        imp.materialize_as(&CTensor::i64(k.shape.clone(), norm), DType::I64)?
+                    }
+                    None => {
+                        let i = imp.dynv(&iv)?;
+                        wrap_negative(imp, i, s[ax])?
+                    }
+                };
+                if !imp.dt(idx).is_integer() {
+                    return Err(imp.err(format!("{op}'s indices must be int64 or int32, got {}", imp.f.ty(idx))));
+                }
+                let kind = if op == "Gather" { OpKind::Gather } else { OpKind::TakeAlong };
+                return one(imp.push(kind, &[v, idx], attrs([("axis", Attr::Int(ax as i64))]), None)?);
+            }
+            let idx = known.ok_or_else(|| imp.err("internal: constant indices expected"))?;
             let mut parts = Vec::new();
             for &i in &idx.as_i64() {
                 let i = if i < 0 { i + s[ax] as i64 } else { i };
@@ -165,4 +194,23 @@ pub(super) fn convert(imp: &mut Importer<'_>, op: &str, a: &NodeAttrs<'_>, ins: 
         }
         _ => Err(not_here(imp, op)),
     }
+}
+
+/// Constant Gather indices up to this many become one `slice` each (static
+/// windows: fusable, no index tensor); more become one `gather`.
+const MAX_SLICED_INDICES: usize = 16;
+
+/// ONNX indices may be negative (counting from the end): `idx + n` where
+/// `idx < 0`, as `select(idx < 0, idx + n, idx)`. Indices still outside
+/// `[0, n)` are the gather's run-time error.
+fn wrap_negative(imp: &mut Importer<'_>, idx: ValueId, n: u64) -> R<ValueId> {
+    let ty = imp.f.ty(idx).clone();
+    if !ty.dtype.is_integer() {
+        return Ok(idx);
+    }
+    let zero = imp.fill_of(&ty.shape, 0.0, ty.dtype)?;
+    let neg = imp.bin(OpKind::Lt, idx, zero)?;
+    let nv = imp.fill_of(&ty.shape, n as f32, ty.dtype)?;
+    let up = imp.bin(OpKind::Add, idx, nv)?;
+    imp.push(OpKind::Select, &[neg, up, idx], Attrs::new(), None)
 }

@@ -1,10 +1,11 @@
 //! Network layers: Softmax/LogSoftmax, Gemm, MatMul, BatchNormalization
-//! (inference: running statistics folded) and LayerNormalization.
+//! (inference: running statistics folded), LayerNormalization and
+//! SoftmaxCrossEntropyLoss (integer labels).
 
 use super::*;
 
 /// The op types converted here.
-pub(super) const OPS: &[&str] = &["Softmax", "LogSoftmax", "Gemm", "MatMul", "BatchNormalization", "LayerNormalization"];
+pub(super) const OPS: &[&str] = &["Softmax", "LogSoftmax", "Gemm", "MatMul", "BatchNormalization", "LayerNormalization", "SoftmaxCrossEntropyLoss"];
 
 pub(super) fn convert(imp: &mut Importer<'_>, op: &str, a: &NodeAttrs<'_>, ins: &[Option<Val>], n_out: usize) -> R<Vec<Val>> {
     let x = inp(imp, ins, 0);
@@ -14,6 +15,14 @@ pub(super) fn convert(imp: &mut Importer<'_>, op: &str, a: &NodeAttrs<'_>, ins: 
         if n_out > max { Err(imp.err(format!("outputs beyond the first {max} are not supported"))) } else { Ok(()) }
     };
     match op {
+        "SoftmaxCrossEntropyLoss" => {
+            let scores = imp.dynv(&x?)?;
+            let labels = imp.dynv_as(&inp(imp, ins, 1)?, DType::I64)?;
+            let weights = ins.get(2).cloned().flatten();
+            let reduction = a.string("reduction").unwrap_or_else(|| "mean".into());
+            let ignore = a.get("ignore_index").and_then(|t| t.i);
+            softmax_cross_entropy(imp, scores, labels, weights, &reduction, ignore, n_out)
+        }
         "Softmax" | "LogSoftmax" => {
             let v = imp.dynv(&x?)?;
             let s = imp.ty(v);
@@ -202,4 +211,122 @@ fn matmul(imp: &mut Importer<'_>, a: ValueId, b: ValueId) -> R<ValueId> {
         fin.push(n);
     }
     imp.reshape(y, &fin)
+}
+
+/// ONNX SoftmaxCrossEntropyLoss: scores `[N, C, d...]`, integer labels
+/// `[N, d...]`, optional class weights `[C]`, `ignore_index` (absent: no
+/// label is ignored), reduction `mean` (over the weights of the labels not
+/// ignored), `sum` or `none`; the optional second output is the log-softmax.
+///
+/// Mean without weights and without the log-prob output is one
+/// `cross_entropy` (classes moved last, rows flattened). Otherwise it is
+/// spelled out: `log_softmax` over dim 1, `take_along` at the labels (ignored
+/// ones read class 0, then are masked by `select`), `gather` of the weights.
+fn softmax_cross_entropy(
+    imp: &mut Importer<'_>,
+    scores: ValueId,
+    labels: ValueId,
+    weights: Option<Val>,
+    reduction: &str,
+    ignore: Option<i64>,
+    n_out: usize,
+) -> R<Vec<Val>> {
+    let s = imp.ty(scores);
+    let ls = imp.ty(labels);
+    let r = s.len();
+    let mut want = vec![s.first().copied().unwrap_or(0)];
+    want.extend(s.iter().skip(2));
+    if r < 2 || ls != want {
+        return Err(imp.err(format!("SoftmaxCrossEntropyLoss needs scores [N, C, d...] and labels [N, d...], got {s:?} and {ls:?}")));
+    }
+    if !imp.dt(labels).is_integer() {
+        return Err(imp.err(format!("SoftmaxCrossEntropyLoss's labels must be int64 or int32, got {}", imp.f.ty(labels))));
+    }
+    if !matches!(reduction, "mean" | "sum" | "none") {
+        return Err(imp.err(format!("reduction '{reduction}' is not supported (mean, sum, none)")));
+    }
+    if n_out > 2 {
+        return Err(imp.err("SoftmaxCrossEntropyLoss has at most 2 outputs"));
+    }
+    let c = s[1];
+    if reduction == "mean" && weights.is_none() && n_out == 1 {
+        let classes_last = if r > 2 {
+            let mut perm = vec![0i64];
+            perm.extend(2..r as i64);
+            perm.push(1);
+            imp.push(OpKind::Transpose, &[scores], attrs([("perm", Attr::IntArray(perm))]), None)?
+        } else {
+            scores
+        };
+        let m: u64 = ls.iter().product();
+        let logits = imp.reshape(classes_last, &[m, c])?;
+        let lab = imp.reshape(labels, &[m])?;
+        let ii = ignore.unwrap_or(i64::MIN);
+        return Ok(vec![Val::Dyn(imp.push(OpKind::CrossEntropy, &[logits, lab], attrs([("ignore_index", Attr::Int(ii))]), None)?)]);
+    }
+    let lsm = log_softmax(imp, scores, &[1])?;
+    let ldt = imp.dt(labels);
+    let mask = match ignore {
+        Some(i) => {
+            let iv = imp.fill_of(&ls, i as f32, ldt)?;
+            Some(imp.bin(OpKind::Ne, labels, iv)?)
+        }
+        None => None,
+    };
+    let safe = match mask {
+        Some(mk) => {
+            let z = imp.fill_of(&ls, 0.0, ldt)?;
+            imp.push(OpKind::Select, &[mk, labels, z], Attrs::new(), None)?
+        }
+        None => labels,
+    };
+    let mut col = ls.clone();
+    col.insert(1, 1);
+    let idx = imp.reshape(safe, &col)?;
+    let picked = imp.push(OpKind::TakeAlong, &[lsm, idx], attrs([("axis", Attr::Int(1))]), None)?;
+    let picked = imp.reshape(picked, &ls)?;
+    let nll = imp.un(OpKind::Neg, picked)?;
+    let zeros = |imp: &mut Importer<'_>| imp.fill(&ls, 0.0);
+    let (loss, denom) = match weights {
+        Some(w) => {
+            let wv = imp.dynv(&w)?;
+            if imp.ty(wv) != [c] {
+                return Err(imp.err(format!("SoftmaxCrossEntropyLoss's weights must have shape [{c}]")));
+            }
+            let mut wl = imp.push(OpKind::Gather, &[wv, safe], attrs([("axis", Attr::Int(0))]), None)?;
+            if let Some(mk) = mask {
+                let z = zeros(imp)?;
+                wl = imp.push(OpKind::Select, &[mk, wl, z], Attrs::new(), None)?;
+            }
+            (imp.bin(OpKind::Mul, nll, wl)?, Some(wl))
+        }
+        None => match mask {
+            Some(mk) => {
+                let z = zeros(imp)?;
+                let l = imp.push(OpKind::Select, &[mk, nll, z], Attrs::new(), None)?;
+                (l, Some(imp.cast(mk, DType::F32)?))
+            }
+            None => (nll, None),
+        },
+    };
+    let all: Vec<usize> = (0..ls.len()).collect();
+    let out = match reduction {
+        "none" => loss,
+        "sum" => imp.reduce(OpKind::ReduceSum, loss, &all)?,
+        _ => {
+            let total = imp.reduce(OpKind::ReduceSum, loss, &all)?;
+            match denom {
+                Some(d) => {
+                    let dn = imp.reduce(OpKind::ReduceSum, d, &all)?;
+                    imp.bin(OpKind::Div, total, dn)?
+                }
+                None => imp.scale(total, 1.0 / ls.iter().product::<u64>().max(1) as f32)?,
+            }
+        }
+    };
+    let mut outs = vec![Val::Dyn(out)];
+    if n_out > 1 {
+        outs.push(Val::Dyn(lsm));
+    }
+    Ok(outs)
 }

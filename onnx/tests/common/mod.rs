@@ -5,7 +5,7 @@
 
 #![allow(dead_code, clippy::unwrap_used)]
 
-use ckopt_onnx::{NamedTensor, read_tensor_file};
+use ckopt_onnx::{NamedTensor, TypedTensor, read_tensor_file, read_typed_tensor_file};
 use std::path::{Path, PathBuf};
 
 /// test/onnx/ of the repository.
@@ -27,6 +27,29 @@ pub fn node_cases() -> Vec<PathBuf> {
 /// `prefix_0.pb`, `prefix_1.pb`, ... of a case folder.
 pub fn tensors(dir: &Path, prefix: &str) -> Vec<NamedTensor> {
     (0..).map(|i| dir.join(format!("{prefix}_{i}.pb"))).take_while(|p| p.is_file()).map(|p| read_tensor_file(&p).unwrap()).collect()
+}
+
+/// `prefix_0.pb`, ... with their element types.
+pub fn typed_tensors(dir: &Path, prefix: &str) -> Vec<TypedTensor> {
+    (0..).map(|i| dir.join(format!("{prefix}_{i}.pb"))).take_while(|p| p.is_file()).map(|p| read_typed_tensor_file(&p).unwrap()).collect()
+}
+
+/// Compares one output with its expected value: same element type, then
+/// integers and bools exactly, floats by `excess` (0 when within tolerance).
+pub fn compare(dtype: ckopt_ir::DType, floats: &[f32], ints: &[i64], want: &TypedTensor, rtol: f32, atol: f32) -> Result<f32, String> {
+    if dtype != want.dtype {
+        return Err(format!("element type {}, expected {}", dtype.name(), want.dtype.name()));
+    }
+    if dtype.is_float() {
+        return excess(floats, &want.floats, rtol, atol);
+    }
+    if ints.len() != want.ints.len() {
+        return Err(format!("{} values, expected {}", ints.len(), want.ints.len()));
+    }
+    match ints.iter().zip(&want.ints).position(|(a, b)| a != b) {
+        Some(i) => Err(format!("element {i}: {} vs {}", ints[i], want.ints[i])),
+        None => Ok(0.0),
+    }
 }
 
 /// Largest violation of `|got - want| <= rtol * |want| + atol` over all

@@ -1,5 +1,7 @@
 //! Static flop counts (docs/memory.md): matmul 2·M·N·K, conv 2·N·F·C·KH·KW·OH·OW,
-//! everything else one per result element (reductions: one per input element).
+//! everything else one per result element (reductions: one per input element;
+//! cross_entropy and its gradient: 4 per logit; gather_grad and
+//! take_along_grad: one add per dy element).
 //! Data movement ops (reshape, transpose, slice, concat, broadcast, fill) count
 //! one per result element as well, so no op is free. Saturating arithmetic.
 
@@ -40,6 +42,10 @@ pub fn op_flops(f: &Func, op: &Op) -> u64 {
             let (w, _) = ckopt_ir::ops::pool_params(&op.attrs).unwrap_or(([1, 1], [1, 1]));
             ins[ins.len() - 1].elems().saturating_mul(w[0] * w[1])
         }
+        // Per logit: max, exp of the difference, sum (and the gradient's divide and subtract).
+        OpKind::CrossEntropy | OpKind::CrossEntropyGrad => ins[0].elems().saturating_mul(4),
+        // One add per dy element.
+        OpKind::GatherGrad | OpKind::TakeAlongGrad => ins[1].elems(),
         _ => out.elems(),
     }
 }

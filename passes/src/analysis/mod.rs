@@ -11,4 +11,4 @@ pub use flops::op_flops;
 pub use liveness::{Interval, Liveness, liveness, live_bytes_timeline, peak};
 pub use phase::{Phase, op_phases};
 pub use report::{MemoryReport, argument_bytes, memory_report, module_report, reports_json};
-pub use timeline::{func_timeline_svg, memory_timeline_svg};
+pub use timeline::{esc, func_timeline_svg, memory_timeline_svg, nice_step, svg_document};

@@ -33,12 +33,12 @@ fn color(p: Phase) -> &'static str {
     }
 }
 
-pub(crate) fn esc(s: &str) -> String {
+pub fn esc(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
 /// A "nice" tick step (1, 2, 5 × 10^k) giving about `n` ticks over `range`.
-pub(crate) fn nice_step(range: f64, n: f64) -> f64 {
+pub fn nice_step(range: f64, n: f64) -> f64 {
     if range <= 0.0 || !range.is_finite() {
         return 1.0;
     }
@@ -314,7 +314,7 @@ fn svg_of(funcs: &[Func]) -> String {
 
 /// An SVG document of `w` x `h` pixels on a white background, its body
 /// drawn by `body` (also used by the memory curve's picture).
-pub(crate) fn svg_document(w: f64, h: f64, body: impl FnOnce(&mut String)) -> String {
+pub fn svg_document(w: f64, h: f64, body: impl FnOnce(&mut String)) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,

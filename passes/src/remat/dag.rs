@@ -12,29 +12,30 @@
 //!   liveness analysis. The exact optimum of this plan space.
 //! - [`descent`]: for larger graphs (up to [`DESCENT_MAX`] candidates), a
 //!   DAG-aware greedy: starting from keeping everything, drop the value
-//!   whose drop lowers the measured peak most per recomputed flop, until the
-//!   budget is met (or no drop lowers the peak); then spend what is left of
-//!   the budget by keeping again the dropped values that save the most
-//!   recompute while the plan still fits. Peaks are measured, so cuts are
+//!   (among a few of those live at the measured peak) whose drop lowers the
+//!   peak most per recomputed flop, until the budget is met (or no drop lowers
+//!   the peak); then spend what is left of the budget by keeping again the
+//!   dropped values, costliest recomputation first, while the plan fits,
+//!   and by swaps (keep one again, drop another) that fit and recompute less. Peaks are measured, so cuts are
 //!   weighed by bytes and pending scalar sums cost their 4 bytes, not a
 //!   "wide cut".
 //!
-//! Complexity: exhaustive 2·2^m rewrites (m <= 12); descent O(m) rewrites
-//! per step, at most [`DESCENT_EVALS`] rewrites in all; each rewrite is
+//! Complexity: exhaustive 2·2^m rewrites (m <= 8); descent at most
+//! [`TRIES`] rewrites per step, at most [`DESCENT_EVALS`] rewrites; each rewrite is
 //! O(ops) ([`apply`] plus liveness).
 
 use super::chain::Chain;
 use super::emit::{Strategy, apply};
 use ckopt_ir::{Func, ValueId};
 
-/// Most candidate values [`exhaustive`] enumerates (2·4096 rewrites).
-pub const EXHAUSTIVE_MAX: usize = 12;
+/// Most candidate values [`exhaustive`] enumerates (2·256 rewrites).
+pub const EXHAUSTIVE_MAX: usize = 8;
 /// Most candidate values [`descent`] plans.
 pub const DESCENT_MAX: usize = 256;
 /// Most rewrites one [`descent`] measures.
-pub const DESCENT_EVALS: usize = 3000;
+pub const DESCENT_EVALS: usize = 400;
 /// Largest function (ops) the graph planners run on.
-pub const MAX_OPS: usize = 20_000;
+pub const MAX_OPS: usize = 5_000;
 
 /// The values a plan decides about: forward values the backward reads,
 /// neither forced (returned, `ck.checkpoint`) nor `ck.mirror`.
@@ -43,6 +44,37 @@ pub fn candidates(f: &Func, ch: &Chain) -> Vec<ValueId> {
         .filter(|&v| ch.needed[v] && ch.fwd_val[v] && !ch.forced[v] && !ch.mirror[v] && ch.def[v].is_some())
         .map(|v| ValueId(v as u32))
         .collect()
+}
+
+/// Whether the forward is a chain: every forward op that is not cheap and
+/// computed from arguments only ([`Chain::arg_only`]) reads the result of
+/// the one before it, and every such result is read by at most one later
+/// such op (no branch, no skip).
+pub fn is_chain(f: &Func, ch: &Chain) -> bool {
+    let spine: Vec<usize> = (0..f.body.len())
+        .filter(|&i| ch.is_fwd[i] && f.body[i].result.is_some_and(|r| !ch.arg_only[r.index()]))
+        .collect();
+    let mut readers = vec![0u32; f.values.len()];
+    for w in spine.windows(2) {
+        let (prev, op) = (f.body[w[0]].result, &f.body[w[1]]);
+        if !prev.is_some_and(|p| op.operands.contains(&p)) {
+            return false;
+        }
+    }
+    for &i in &spine {
+        let op = &f.body[i];
+        let mut seen: Vec<ValueId> = Vec::new();
+        for &u in &op.operands {
+            if ch.def[u.index()].is_some_and(|d| ch.is_fwd[d]) && !ch.arg_only[u.index()] && !seen.contains(&u) {
+                seen.push(u);
+                readers[u.index()] += 1;
+                if readers[u.index()] > 1 {
+                    return false;
+                }
+            }
+        }
+    }
+    true
 }
 
 /// Whether the graph planners apply to `f` (size limits).
@@ -95,6 +127,15 @@ fn front(mut found: Vec<Found>) -> Vec<Found> {
     out
 }
 
+/// Every candidate dropped, recomputed shared: on independent branches
+/// (whose first backward reads come branch by branch) each branch is
+/// recomputed once, right before its own backward.
+pub fn branchwise(f: &Func, ch: &Chain) -> Found {
+    let s = Strategy::KeepShared(vec![false; f.values.len()]);
+    let (peak, rflops) = measure(f, ch, &s);
+    Found { strategy: s, label: "graph-shared(drop all)".into(), peak, rflops }
+}
+
 /// Every keep/recompute assignment of the candidates, both ways (None when
 /// there are more than [`EXHAUSTIVE_MAX`]): the Pareto front.
 pub fn exhaustive(f: &Func, ch: &Chain) -> Option<Vec<Found>> {
@@ -116,9 +157,41 @@ pub fn exhaustive(f: &Func, ch: &Chain) -> Option<Vec<Found>> {
     Some(front(found))
 }
 
+/// Drops measured per descent step.
+pub const TRIES: usize = 4;
+
+/// Bytes of `v` per flop of the op that defines it (+1).
+fn static_score(f: &Func, ch: &Chain, v: ValueId) -> f64 {
+    let flops = ch.def[v.index()].map_or(0, |d| crate::analysis::op_flops(f, &f.body[d]));
+    f.ty(v).bytes() as f64 / (flops as f64 + 1.0)
+}
+
+/// The candidates (indices into `cand`) kept and live at the temp peak of
+/// the rewritten function: the only drops that can lower it.
+fn live_at_peak(em: &super::emit::Emitted, cand: &[ValueId], kept: &[bool]) -> Vec<usize> {
+    let live = crate::analysis::liveness(&em.func);
+    let tl = crate::analysis::live_bytes_timeline(&em.func, &live, false);
+    let peak = tl.iter().copied().max().unwrap_or(0);
+    let at: Vec<usize> = (0..tl.len()).filter(|&i| tl[i] == peak).collect();
+    (0..cand.len())
+        .filter(|&i| kept[i])
+        .filter(|&i| {
+            let v = cand[i].index();
+            let root = live.buffer.get(v).copied();
+            live.intervals.iter().any(|iv| Some(iv.root) == root && at.iter().any(|&t| iv.start <= t && t <= iv.end))
+        })
+        .collect()
+}
+
 /// The greedy descent over keep sets (shared recomputation), aimed at
-/// `budget` (None: as low a peak as single drops reach). Returns the plans
-/// of its path (Pareto front) and, with a budget, the plan after spending it.
+/// `budget` (None: as low a peak as single drops reach). Each step tries
+/// dropping the [`TRIES`] kept candidates live at the current peak with the
+/// most bytes per flop of their op, and takes the one that lowers the
+/// measured peak most per recomputed flop. Returns the
+/// plans of its path (Pareto front) and, with a budget, the plan after
+/// spending it: the dropped values, costliest recomputation first, kept
+/// again whenever the plan still fits, then swaps (one dropped value kept
+/// again, one kept value dropped) while they fit and recompute less.
 pub fn descent(f: &Func, ch: &Chain, budget: Option<u64>) -> Vec<Found> {
     let cand = candidates(f, ch);
     if !applies(f, &cand) {
@@ -127,19 +200,26 @@ pub fn descent(f: &Func, ch: &Chain, budget: Option<u64>) -> Vec<Found> {
     let (m, nv) = (cand.len(), f.values.len());
     let shared = true;
     let mut kept = vec![true; m];
-    let (mut peak, mut rflops) = measure(f, ch, &strategy(nv, &cand, &kept, shared));
+    let mut em = apply(f, ch, &strategy(nv, &cand, &kept, shared));
+    let (mut peak, mut rflops) = (em.temp_peak(), em.recompute_flops());
     let mut evals = 1usize;
     let mut path = vec![Found { strategy: strategy(nv, &cand, &kept, shared), label: label(&kept, shared), peak, rflops }];
     // Drop phase.
     while budget.is_none_or(|b| peak > b) && evals < DESCENT_EVALS {
-        let mut best: Option<(usize, u64, u64)> = None;
+        let mut best: Option<(usize, u64, u64, super::emit::Emitted)> = None;
         let mut best_score = 0f64;
-        for i in 0..m {
-            if !kept[i] || evals >= DESCENT_EVALS {
-                continue;
+        // The drops worth measuring: the values live at the peak with the
+        // most bytes per flop of their own op ([`TRIES`] of them).
+        let mut tries = live_at_peak(&em, &cand, &kept);
+        tries.sort_by(|&a, &b| static_score(f, ch, cand[b]).total_cmp(&static_score(f, ch, cand[a])).then(a.cmp(&b)));
+        tries.truncate(TRIES);
+        for i in tries {
+            if evals >= DESCENT_EVALS {
+                break;
             }
             kept[i] = false;
-            let (p, r) = measure(f, ch, &strategy(nv, &cand, &kept, shared));
+            let e = apply(f, ch, &strategy(nv, &cand, &kept, shared));
+            let (p, r) = (e.temp_peak(), e.recompute_flops());
             evals += 1;
             kept[i] = true;
             if p >= peak {
@@ -147,42 +227,67 @@ pub fn descent(f: &Func, ch: &Chain, budget: Option<u64>) -> Vec<Found> {
             }
             let score = (peak - p) as f64 / (r.saturating_sub(rflops) as f64 + 1.0);
             if best.is_none() || score > best_score {
-                best = Some((i, p, r));
+                best = Some((i, p, r, e));
                 best_score = score;
             }
         }
-        let Some((i, p, r)) = best else { break };
+        let Some((i, p, r, e)) = best else { break };
         kept[i] = false;
-        (peak, rflops) = (p, r);
+        (peak, rflops, em) = (p, r, e);
         path.push(Found { strategy: strategy(nv, &cand, &kept, shared), label: label(&kept, shared), peak, rflops });
     }
-    // Spend phase: keep again what saves the most recompute while it fits.
+    // Spend phase: keep again what saves recompute while the plan fits.
     if let Some(b) = budget
         && peak <= b
     {
+        let cost = |i: usize| ch.def[cand[i].index()].map_or(0, |d| crate::analysis::op_flops(f, &f.body[d]));
+        let mut dropped: Vec<usize> = (0..m).filter(|&i| !kept[i]).collect();
+        dropped.sort_by_key(|&i| std::cmp::Reverse(cost(i)));
+        let before = rflops;
+        for i in dropped {
+            if evals >= DESCENT_EVALS {
+                break;
+            }
+            kept[i] = true;
+            let (p, r) = measure(f, ch, &strategy(nv, &cand, &kept, shared));
+            evals += 1;
+            if p <= b && r < rflops {
+                (peak, rflops) = (p, r);
+            } else {
+                kept[i] = false;
+            }
+        }
+        // Swaps: keep a dropped value again in exchange for dropping a kept
+        // one, while that fits and recomputes less.
         let mut improved = true;
         while improved && evals < DESCENT_EVALS {
             improved = false;
-            let mut best: Option<(usize, u64, u64)> = None;
-            for i in 0..m {
-                if kept[i] || evals >= DESCENT_EVALS {
-                    continue;
+            let mut dropped: Vec<usize> = (0..m).filter(|&i| !kept[i]).collect();
+            dropped.sort_by_key(|&i| std::cmp::Reverse(cost(i)));
+            'outer: for i in dropped {
+                let mut held: Vec<usize> = (0..m).filter(|&j| kept[j]).collect();
+                held.sort_by_key(|&j| cost(j));
+                for j in held {
+                    if evals >= DESCENT_EVALS {
+                        break 'outer;
+                    }
+                    kept[i] = true;
+                    kept[j] = false;
+                    let (p, r) = measure(f, ch, &strategy(nv, &cand, &kept, shared));
+                    evals += 1;
+                    if p <= b && r < rflops {
+                        (peak, rflops) = (p, r);
+                        improved = true;
+                        break 'outer;
+                    }
+                    kept[i] = false;
+                    kept[j] = true;
                 }
-                kept[i] = true;
-                let (p, r) = measure(f, ch, &strategy(nv, &cand, &kept, shared));
-                evals += 1;
-                kept[i] = false;
-                if p <= b && r < rflops && best.is_none_or(|(_, _, br)| r < br) {
-                    best = Some((i, p, r));
-                }
-            }
-            if let Some((i, p, r)) = best {
-                kept[i] = true;
-                (peak, rflops) = (p, r);
-                improved = true;
             }
         }
-        path.push(Found { strategy: strategy(nv, &cand, &kept, shared), label: format!("{} spent", label(&kept, shared)), peak, rflops });
+        if rflops < before {
+            path.push(Found { strategy: strategy(nv, &cand, &kept, shared), label: format!("{} spent", label(&kept, shared)), peak, rflops });
+        }
     }
     front(path)
 }

@@ -277,17 +277,32 @@ impl Builder<'_> {
             self.local[r.index()] = Some(nr);
             self.clones += 1;
         }
+        // A cheap mirror value computed from arguments only (a cast or
+        // broadcast of a parameter) is recomputed right before each use and
+        // dies at once, unless it is this block's only target.
+        let cheap = |i: usize| self.ch.mirror[i] && self.ch.arg_only[i];
         for &t in targets {
-            if let Some(c) = self.local[t.index()] {
+            if let Some(c) = self.local[t.index()]
+                && (!cheap(t.index()) || targets.len() == 1)
+            {
                 self.env[t.index()] = Some(c);
             }
         }
         // A `ck.mirror` region is recomputed once per backward region: the
         // needed mirror values this block produced on the way stay available
         // to later backward reads (instead of one recomputation per read).
+        // A cheap value computed from arguments alone (autocast's cast of a
+        // parameter, a bias broadcast) is not shared: recomputing it again
+        // costs one cheap op and no other recomputation, while keeping it
+        // would hold it across the region.
         for &v in &touched {
             let i = v.index();
-            if self.ch.needed[i] && (self.share_all || self.ch.mirror[i])
+            let cheap_from_args = self.ch.arg_only[i]
+                || self.ch.def[i].is_some_and(|d| {
+                    let op = &self.src.body[d];
+                    !op.kind.is_compute_heavy() && op.operands.iter().all(|u| !self.ch.fwd_val[u.index()])
+                });
+            if self.ch.needed[i] && !cheap_from_args && (self.share_all || self.ch.mirror[i])
                 && let Some(c) = self.local[i]
             {
                 self.env[i] = Some(c);

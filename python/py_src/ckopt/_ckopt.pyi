@@ -80,11 +80,37 @@ class Trainer:
         module: Module,
         func: str,
         target: Target = "cpu",
-        optimizer: Literal["sgd"] = "sgd",
-        lr: float = 0.01,
+        optimizer: Literal["sgd", "adamw"] = "sgd",
+        lr: float | None = None,
         params: Mapping[str, ArrayLike] | None = None,
+        momentum: float | None = None,
+        betas: tuple[float, float] | None = None,
+        eps: float | None = None,
+        weight_decay: float | None = None,
+        clip_norm: float | None = None,
     ) -> None: ...
     def step(self, *batch: ArrayLike) -> float: ...
+    def fit(
+        self,
+        data: str,
+        steps: int | None = None,
+        epochs: int | None = None,
+        shuffle_seed: int | None = 0,
+        eval_data: str | None = None,
+        eval_every: int | None = None,
+        schedule: Literal["constant", "cosine"] | None = None,
+        warmup: int = 0,
+        save: str | None = None,
+        save_every: int | None = None,
+    ) -> dict[str, Any]: ...
+    def save(self, path: str) -> None: ...
+    def resume(self, path: str) -> int: ...
+    @property
+    def hyperparameters(self) -> dict[str, float]: ...
+    @property
+    def lr(self) -> float: ...
+    @lr.setter
+    def lr(self, value: float) -> None: ...
     @property
     def params(self) -> dict[str, npt.NDArray[np.float32]]: ...
     @property
@@ -102,6 +128,6 @@ def load(path: str | os.PathLike[str]) -> Module: ...
 def gen(model: str, **sizes: int) -> Module: ...
 def import_onnx(
     path_or_bytes: str | os.PathLike[str] | bytes,
-    loss: Literal["none", "mse", "cross-entropy"] = "none",
+    loss: Literal["none", "mse", "cross-entropy", "cross-entropy-index"] = "none",
     batch: int | None = None,
 ) -> tuple[Module, dict[str, npt.NDArray[np.float32]]]: ...

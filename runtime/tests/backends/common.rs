@@ -30,6 +30,7 @@ pub fn small(kind: ModelKind, s: Sizes) -> Module {
             SizeOpt::Channels => 4,
             SizeOpt::Image => s.image,
             SizeOpt::Classes => 5,
+            SizeOpt::Vocab => 11,
         };
         o.set(opt, Some(v));
     }

@@ -114,7 +114,7 @@ module {
 
 /// Training on the cuda executor: losses equal the interpreter's step for
 /// step; after the first step nothing but the 4-byte step key (none here)
-/// is copied to the device.
+/// and the 4-byte hyperparameter inputs is copied to the device.
 #[test]
 fn training_keeps_parameters_resident_and_matches_the_interpreter() {
     let m = small(ModelKind::Resmlp);
@@ -126,16 +126,17 @@ fn training_keeps_parameters_resident_and_matches_the_interpreter() {
     let inputs = random_inputs(loss_f, 4);
     let args = ckopt_passes::train::initial_args(s, &sig, &inputs);
     let mut interp = ckopt_interp::InterpExec::new(p.clone(), &sig.step_func, args.clone()).expect("interp");
-    let want = ckopt_passes::train::train_loop(&mut interp, &sig, 4, 0.05, |_, _, _| {}).expect("interp trains");
+    let want = ckopt_passes::train::train_loop(&mut interp, &sig, 4, &ckopt_passes::train::Hyper::lr(0.05), |_, _, _| {}).expect("interp trains");
     let module = emulated_module(&[s]).expect("compiles");
     let mut e = CudaExecutor::new(module, &sig.step_func).expect("executor");
     for (i, t) in args.iter().enumerate() {
         e.set_arg(i, t).expect("set");
     }
-    let got = ckopt_passes::train::train_loop(&mut e, &sig, 4, 0.05, |_, _, _| {}).expect("emulated cuda trains");
+    let got = ckopt_passes::train::train_loop(&mut e, &sig, 4, &ckopt_passes::train::Hyper::lr(0.05), |_, _, _| {}).expect("emulated cuda trains");
     close(&got.losses, &want.losses).unwrap_or_else(|err| panic!("losses {:?} vs {:?}: {err}", got.losses, want.losses));
     let rep = e.report();
-    assert_eq!(rep.h2d_bytes_per_step, Some(0), "parameters and momentum stay on the device");
+    // Only the rank-0 hyperparameter inputs (lr, momentum: 4 bytes each) cross per step.
+    assert_eq!(rep.h2d_bytes_per_step, Some(4 * sig.hypers.len() as u64), "parameters and momentum stay on the device");
     assert_eq!(rep.steps, 4);
     for (i, w) in want.args.iter().enumerate() {
         let g = StepExec::arg(&e, i).expect("arg");

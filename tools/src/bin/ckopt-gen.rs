@@ -1,9 +1,10 @@
 //! ckopt-gen: prints a benchmark model as ck IR.
 //!
 //! `ckopt-gen MODEL [--depth N] [--width N] [--batch N] [--seq N] [--heads N]
-//! [--channels N] [--image N] [--classes N] [-o FILE]`. The module has one
-//! function `@MODEL(%x, %target, params... {ck.param}) -> tensor<f32>`
-//! returning the loss. The models live in `ckopt-models`; this is only
+//! [--channels N] [--image N] [--classes N] [--vocab N] [-o FILE]`. The
+//! module has one function `@MODEL(%x, %target, params... {ck.param}) ->
+//! tensor<f32>` (gpt: `@gpt(%ids, %labels, params...)`, i64 token ids and
+//! labels) returning the loss. The models live in `ckopt-models`; this is only
 //! argument parsing and printing. Bad options: a message on stderr and exit
 //! code 1 (never a panic); `--help` exits 0.
 
@@ -15,21 +16,21 @@ use std::process::ExitCode;
 #[derive(Parser, Debug)]
 #[command(name = "ckopt-gen", version)]
 struct Cli {
-    /// The model: mlp, resmlp, lstm, resnet or transformer.
+    /// The model: mlp, resmlp, lstm, resnet, transformer or gpt.
     model: ModelKind,
     /// Blocks / layers (all models; lstm: stacked layers).
     #[arg(long)]
     depth: Option<u64>,
-    /// Feature width (mlp, resmlp, lstm hidden size, transformer d_model).
+    /// Feature width (mlp, resmlp, lstm hidden size, transformer and gpt d_model).
     #[arg(long)]
     width: Option<u64>,
     /// Batch size (all models).
     #[arg(long)]
     batch: Option<u64>,
-    /// Sequence length / time steps (lstm, transformer).
+    /// Sequence length / time steps (lstm, transformer, gpt).
     #[arg(long)]
     seq: Option<u64>,
-    /// Attention heads; must divide --width (transformer).
+    /// Attention heads; must divide --width (transformer, gpt).
     #[arg(long)]
     heads: Option<u64>,
     /// Convolution channels (resnet).
@@ -41,6 +42,9 @@ struct Cli {
     /// Number of classes of the classifier head (resnet).
     #[arg(long)]
     classes: Option<u64>,
+    /// Vocabulary size: token ids and labels lie in [0, vocab) (gpt).
+    #[arg(long)]
+    vocab: Option<u64>,
     /// Write the IR to FILE instead of stdout (`-` means stdout).
     #[arg(short = 'o', value_name = "FILE")]
     output: Option<String>,
@@ -57,6 +61,7 @@ fn run(cli: &Cli) -> Result<(), String> {
         (SizeOpt::Channels, cli.channels),
         (SizeOpt::Image, cli.image),
         (SizeOpt::Classes, cli.classes),
+        (SizeOpt::Vocab, cli.vocab),
     ];
     for (o, v) in given {
         opts.set(o, v);

@@ -73,8 +73,15 @@ use ckopt_tools::input::{Loaded, ToolError, display_name, load_module, read_byte
 use ckopt_tools::tensor_json::{parse_inputs, readable, tensors_to_json};
 use clap::{CommandFactory, Parser, ValueEnum};
 use serde_json::{Value, json};
+use ckopt_interp::StepExec;
+use ckopt_passes::sgd::{AdamWOptions, SgdOptions, StepRule};
+use ckopt_passes::train::Hyper;
+use ckopt_train::job::{JobSpec, Observer};
+use ckopt_train::{Dataset, EvalResult, Evaluator, Schedule, ScheduleKind};
+use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 /// Execution backends: the interpreter, or one of the runtime's
@@ -145,12 +152,69 @@ struct Cli {
     /// Train: SGD steps on the {ck.param} arguments via @NAME_step (built in-process by autodiff and sgd if absent) (any backend).
     #[arg(long)]
     train: bool,
-    /// Number of SGD steps (with --train).
-    #[arg(long, value_name = "N", default_value_t = 10, requires = "train")]
-    steps: usize,
-    /// SGD learning rate (with --train; used when @NAME_step is built here, an existing one has its own).
-    #[arg(long, value_name = "X", default_value_t = 0.01, requires = "train")]
-    lr: f32,
+    /// Training steps to run (default 10; with --resume: steps after the checkpoint's).
+    #[arg(long, value_name = "N", requires = "train", conflicts_with = "epochs")]
+    steps: Option<usize>,
+    /// Passes over --data (steps = epochs x full batches per epoch).
+    #[arg(long, value_name = "E", requires = "train")]
+    epochs: Option<usize>,
+    /// Training data: a safetensors file with one tensor per non-parameter argument, named as it, examples along dimension 0.
+    #[arg(long, value_name = "TRAIN.safetensors", requires = "train")]
+    data: Option<String>,
+    /// Evaluation data (same layout): mean loss (and accuracy for classifiers) every --eval-every steps and at the end.
+    #[arg(long, value_name = "EVAL.safetensors", requires = "train")]
+    eval_data: Option<String>,
+    /// Evaluate every N steps (with --eval-data; always at the end).
+    #[arg(long, value_name = "N", requires = "eval_data")]
+    eval_every: Option<usize>,
+    /// Shuffle seed of the data order, a new permutation each epoch (default 0; a resumed run keeps its checkpoint's).
+    #[arg(long, value_name = "S", requires = "train")]
+    shuffle_seed: Option<u64>,
+    /// The optimizer of a step built here (default sgd); with a file's own @NAME_step it must match it.
+    #[arg(long, value_enum, requires = "train")]
+    optimizer: Option<OptimizerArg>,
+    /// Learning rate, given to the step each step (default: the step's own, 0.01 for sgd and 0.001 for adamw built here).
+    #[arg(long, value_name = "X", requires = "train", allow_negative_numbers = true)]
+    lr: Option<f32>,
+    /// SGD momentum (a step built here gets velocity state when > 0).
+    #[arg(long, value_name = "M", requires = "train")]
+    momentum: Option<f32>,
+    /// AdamW's beta1,beta2 (default 0.9,0.999).
+    #[arg(long, value_name = "B1,B2", requires = "train")]
+    betas: Option<String>,
+    /// AdamW's epsilon (default 1e-8).
+    #[arg(long, value_name = "E", requires = "train")]
+    eps: Option<f32>,
+    /// AdamW's decoupled weight decay (default 0.01).
+    #[arg(long, value_name = "W", requires = "train")]
+    weight_decay: Option<f32>,
+    /// Learning-rate schedule: constant, or cosine decay to 0 over --schedule-steps (both after --warmup).
+    #[arg(long, value_enum, requires = "train")]
+    schedule: Option<ScheduleArg>,
+    /// Linear warmup steps (lr * t / N for t <= N).
+    #[arg(long, value_name = "N", default_value_t = 0, requires = "train")]
+    warmup: usize,
+    /// Horizon of the cosine decay (default: the run's last step; a resumed run keeps its checkpoint's).
+    #[arg(long, value_name = "N", requires = "train")]
+    schedule_steps: Option<usize>,
+    /// Global-norm gradient clipping threshold (a step built here clips inside the step).
+    #[arg(long, value_name = "C", requires = "train")]
+    clip_norm: Option<f32>,
+    /// Write checkpoints into DIR (atomically): every --save-every steps, at the end, and on Ctrl-C.
+    #[arg(long, value_name = "DIR", requires = "train")]
+    save: Option<String>,
+    /// Checkpoint every N steps (with --save).
+    #[arg(long, value_name = "N", requires = "save")]
+    save_every: Option<usize>,
+    /// Continue from DIR's checkpoint: parameters, optimizer state, step, data position.
+    #[arg(long, value_name = "DIR", requires = "train")]
+    resume: Option<String>,
+    /// Draw train and eval loss over steps as SVG.
+    #[arg(long, value_name = "FILE.svg", requires = "train")]
+    plot: Option<String>,
+    /// Without a terminal: one progress line every N steps (default 1).
+    #[arg(long, value_name = "N", default_value_t = 1, requires = "train")]
+    log_every: usize,
     /// cuda: GEMMs on TF32 tensor cores (cuBLAS); fp32 by default.
     #[arg(long)]
     tf32: bool,
@@ -163,13 +227,12 @@ struct Cli {
     params_out: Option<String>,
 }
 
-/// What to do with the function. Training (`--train --steps N --lr X`)
-/// becomes a second variant here, with its own executor and report keys.
+/// What to do with the function.
 enum Mode {
     /// Evaluate the function once on the inputs.
     Eval,
-    /// SGD steps on the trainable arguments (`--train`).
-    Train { steps: usize, lr: f32 },
+    /// Training steps on the trainable arguments (`--train`).
+    Train,
 }
 
 /// Results of one execution, whatever the backend.
@@ -389,131 +452,507 @@ fn emit(cli: &Cli, func: &str, inputs_desc: &str, ex: &Execution) -> Result<(), 
     Ok(())
 }
 
-/// `--train` on cpu/cuda: the step function is compiled once (planned with
-/// `inplace,fuse,memplan` first if needed) and every step runs on the
-/// backend's resident arguments; `step_time_ms` is the mean step (the
-/// compile time is `compile_ms`).
-#[cfg(feature = "lower")]
-#[allow(clippy::too_many_arguments)]
-fn train_lowered(
-    backend: Backend,
-    loaded: &Loaded,
-    func: &str,
-    inputs: Vec<Tensor>,
-    steps: usize,
-    lr: f32,
-    tf32: bool,
-    on_step: impl FnMut(usize, usize, f32),
-) -> Result<(ckopt_tools::train::TrainResult, Option<Value>), ToolError> {
-    let b = backend.lowered().unwrap_or(ckopt_runtime::Backend::Cpu);
-    let (r, rep, planned) = ckopt_tools::lowered::train_lowered(&loaded.module, func, b, inputs, steps, lr, tf32, on_step)
-        .map_err(|d| ToolError::Diags { diags: d, source: Some(loaded.source.clone()) })?;
-    let mut v = rep.to_json();
-    v["planned_by_ckopt_run"] = json!(planned);
-    v.as_object_mut().map(|o| o.remove("step_ms"));
-    Ok((r, Some(v)))
+/// The optimizer of `--optimizer`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum OptimizerArg {
+    Sgd,
+    Adamw,
 }
 
-#[cfg(not(feature = "lower"))]
-#[allow(clippy::too_many_arguments)]
-fn train_lowered(
-    backend: Backend,
-    _: &Loaded,
-    _: &str,
-    _: Vec<Tensor>,
-    _: usize,
-    _: f32,
-    _: bool,
-    _: impl FnMut(usize, usize, f32),
-) -> Result<(ckopt_tools::train::TrainResult, Option<Value>), ToolError> {
-    Err(ToolError::msg(format!(
-        "backend '{}' needs ckopt-run built with the `lower` feature (`make build`, or \
-         `cargo build --features ckopt-tools/lower`); use --backend interp",
-        backend.name()
-    )))
+/// The learning-rate schedule of `--schedule`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum ScheduleArg {
+    Constant,
+    Cosine,
 }
+
+/// Set by Ctrl-C while training with `--save`: the loop writes a last
+/// checkpoint and stops.
+static STOP: AtomicBool = AtomicBool::new(false);
 
 /// A loss for the progress lines: fixed-point unless it is tiny.
 fn fmt_loss(l: f32) -> String {
     if l != 0.0 && l.abs() < 1e-3 { format!("{l:.6e}") } else { format!("{l:.6}") }
 }
 
-fn train_mode(
-    cli: &Cli,
-    loaded: &Loaded,
-    func: &str,
-    inputs_desc: &str,
-    inputs: Vec<Tensor>,
-    steps: usize,
-    lr: f32,
-) -> Result<(), ToolError> {
-    if !lr.is_finite() || lr <= 0.0 {
-        return Err(ToolError::msg(format!("--lr must be a positive number, got {lr}")));
-    }
-    let on_step = |k: usize, n: usize, loss: f32| {
-        let _ = write_text("-", &format!("step {k}/{n} loss {}\n", fmt_loss(loss)));
-    };
-    let (r, extra) = match cli.backend {
-        Backend::Interp => {
-            let r = ckopt_tools::train::train(&loaded.module, func, inputs, steps, lr, on_step)
-                .map_err(|d| ToolError::diag(d, Some(&loaded.source)))?;
-            (r, None)
+/// The step's executor: the interpreter, or a cpu/cuda runtime.
+enum TrainExec {
+    Interp(ckopt_interp::InterpExec),
+    #[cfg(feature = "lower")]
+    Lowered(Box<ckopt_runtime::Executor>),
+}
+
+impl TrainExec {
+    fn as_dyn(&mut self) -> &mut dyn StepExec {
+        match self {
+            TrainExec::Interp(e) => e,
+            #[cfg(feature = "lower")]
+            TrainExec::Lowered(e) => e.as_mut(),
         }
-        b => train_lowered(b, loaded, func, inputs, steps, lr, cli.tf32, on_step)?,
+    }
+    fn as_ref_dyn(&self) -> &dyn StepExec {
+        match self {
+            TrainExec::Interp(e) => e,
+            #[cfg(feature = "lower")]
+            TrainExec::Lowered(e) => e.as_ref(),
+        }
+    }
+    /// Backend report keys (cpu/cuda).
+    fn report(&self) -> Option<Value> {
+        match self {
+            TrainExec::Interp(_) => None,
+            #[cfg(feature = "lower")]
+            TrainExec::Lowered(e) => Some(e.report().to_json()),
+        }
+    }
+    #[cfg(feature = "lower")]
+    fn cuda_step_times(&self) -> Vec<f64> {
+        match self {
+            TrainExec::Lowered(e) => e.report().step_times_ms.clone(),
+            _ => Vec::new(),
+        }
+    }
+    #[cfg(not(feature = "lower"))]
+    fn cuda_step_times(&self) -> Vec<f64> {
+        Vec::new()
+    }
+}
+
+#[cfg(not(feature = "lower"))]
+fn no_lower(backend: Backend) -> ToolError {
+    ToolError::msg(format!(
+        "backend '{}' needs ckopt-run built with the `lower` feature (`make build`, or \
+         `cargo build --features ckopt-tools/lower`); use --backend interp",
+        backend.name()
+    ))
+}
+
+/// Compiles `func` of `m` for the backend (planned first with `pipeline`
+/// when memplan has not planned it): an executor with zero arguments.
+/// Returns it and whether ckopt-run planned.
+fn make_exec(cli: &Cli, m: &mut ckopt_ir::Module, func: &str, pipeline: &str, loaded: &Loaded) -> Result<(TrainExec, bool), ToolError> {
+    let diags = |d: ckopt_ir::Diags| ToolError::Diags { diags: d, source: Some(loaded.source.clone()) };
+    match cli.backend {
+        Backend::Interp => {
+            let f = find_func(m, func).map_err(|d| ToolError::diag(d, Some(&loaded.source)))?;
+            let zeros: Vec<Tensor> = f.params.iter().map(|p| Tensor::zeros_of(f.ty(p.value))).collect::<Result<_, _>>().map_err(|d| ToolError::diag(d, None))?;
+            let e = ckopt_interp::InterpExec::new(m.clone(), func, zeros).map_err(|d| ToolError::diag(d, None))?;
+            Ok((TrainExec::Interp(e), false))
+        }
+        #[cfg(feature = "lower")]
+        b => {
+            let rb = b.lowered().unwrap_or(ckopt_runtime::Backend::Cpu);
+            let planned = ckopt_tools::lowered::plan_if_needed(m, func, pipeline).map_err(diags)?;
+            let f = find_func(m, func).map_err(|d| ToolError::diag(d, Some(&loaded.source)))?;
+            let opts = ckopt_lower::CudaOptions { tf32: cli.tf32, ..Default::default() };
+            let e = ckopt_runtime::Executor::new(f, rb, &opts).map_err(|d| ToolError::diag(d, None))?;
+            Ok((TrainExec::Lowered(Box::new(e)), planned))
+        }
+        #[cfg(not(feature = "lower"))]
+        b => {
+            let _ = (pipeline, diags);
+            Err(no_lower(b))
+        }
+    }
+}
+
+/// What the user asked of the optimizer: the rule to build a step with (when
+/// the file has none) and the hyperparameters to give it each step.
+fn optimizer_choice(cli: &Cli) -> Result<(StepRule, Hyper), ToolError> {
+    let pos = |name: &str, v: Option<f32>| -> Result<(), ToolError> {
+        match v {
+            Some(x) if !x.is_finite() || x <= 0.0 => Err(ToolError::msg(format!("{name} must be a positive number, got {x}"))),
+            _ => Ok(()),
+        }
     };
+    pos("--lr", cli.lr)?;
+    pos("--eps", cli.eps)?;
+    let unit = |name: &str, v: Option<f32>| -> Result<(), ToolError> {
+        match v {
+            Some(x) if !(0.0..1.0).contains(&x) => Err(ToolError::msg(format!("{name} must be in [0, 1), got {x}"))),
+            _ => Ok(()),
+        }
+    };
+    unit("--momentum", cli.momentum)?;
+    let betas = match &cli.betas {
+        Some(s) => {
+            let v: Vec<f32> = s.split(',').map(|x| x.trim().parse::<f32>()).collect::<Result<_, _>>().map_err(|_| {
+                ToolError::msg(format!("--betas expects two numbers B1,B2 (e.g. 0.9,0.999), got '{s}'"))
+            })?;
+            if v.len() != 2 {
+                return Err(ToolError::msg(format!("--betas expects two numbers B1,B2 (e.g. 0.9,0.999), got '{s}'")));
+            }
+            unit("--betas", Some(v[0]))?;
+            unit("--betas", Some(v[1]))?;
+            Some((v[0], v[1]))
+        }
+        None => None,
+    };
+    for (name, v) in [("--weight-decay", cli.weight_decay), ("--clip-norm", cli.clip_norm)] {
+        if let Some(x) = v
+            && (!x.is_finite() || x < 0.0)
+        {
+            return Err(ToolError::msg(format!("{name} must be a number >= 0, got {x}")));
+        }
+    }
+    let mut h = Hyper::default();
+    let adamw = cli.optimizer == Some(OptimizerArg::Adamw);
+    if !adamw && (betas.is_some() || cli.eps.is_some() || cli.weight_decay.is_some()) && cli.optimizer.is_some() {
+        return Err(ToolError::msg("--betas, --eps and --weight-decay are AdamW's: add --optimizer adamw"));
+    }
+    let rule = if adamw {
+        if cli.momentum.is_some() {
+            return Err(ToolError::msg("--momentum is SGD's; AdamW takes --betas"));
+        }
+        let mut o = AdamWOptions::default();
+        o.lr = cli.lr.unwrap_or(o.lr);
+        if let Some((b1, b2)) = betas {
+            (o.beta1, o.beta2) = (b1, b2);
+        }
+        o.eps = cli.eps.unwrap_or(o.eps);
+        o.weight_decay = cli.weight_decay.unwrap_or(o.weight_decay);
+        o.clip_norm = cli.clip_norm.unwrap_or(0.0);
+        StepRule::AdamW(o)
+    } else {
+        let mut o = SgdOptions::default();
+        o.lr = cli.lr.unwrap_or(o.lr);
+        o.momentum = cli.momentum.unwrap_or(0.0);
+        o.clip_norm = cli.clip_norm.unwrap_or(0.0);
+        StepRule::Sgd(o)
+    };
+    let sets = [
+        ("lr", cli.lr),
+        ("momentum", cli.momentum),
+        ("beta1", betas.map(|b| b.0)),
+        ("beta2", betas.map(|b| b.1)),
+        ("eps", cli.eps),
+        ("weight_decay", cli.weight_decay),
+        ("clip_norm", cli.clip_norm),
+    ];
+    for (name, v) in sets {
+        if let Some(x) = v {
+            h.set(name, x);
+        }
+    }
+    Ok((rule, h))
+}
+
+/// The progress display: a bar on a terminal, else a line every N steps.
+struct Progress {
+    bar: Option<indicatif::ProgressBar>,
+    every: usize,
+    quiet: bool,
+    last_eval: Option<f64>,
+    lines: Vec<String>,
+}
+
+impl Progress {
+    fn say(&mut self, line: String) {
+        if self.quiet {
+            return;
+        }
+        match &self.bar {
+            Some(b) => b.println(line),
+            None => {
+                let _ = write_text("-", &(line + "\n"));
+            }
+        }
+    }
+}
+
+impl Observer for Progress {
+    fn start(&mut self, first: usize, last: usize) {
+        if let Some(b) = &self.bar {
+            b.set_length(last as u64);
+            b.set_position(first as u64);
+            b.reset_eta();
+        }
+    }
+    fn step(&mut self, step: usize, last: usize, loss: f32, lr: f32) {
+        match &self.bar {
+            Some(b) => {
+                b.set_position(step as u64);
+                let ev = self.last_eval.map(|e| format!(" eval {e:.4}")).unwrap_or_default();
+                b.set_message(format!("loss {}{ev} lr {lr:.3e}", fmt_loss(loss)));
+            }
+            None => {
+                if step % self.every.max(1) == 0 || step == last {
+                    self.say(format!("step {step}/{last} loss {}", fmt_loss(loss)));
+                }
+            }
+        }
+    }
+    fn eval(&mut self, r: &EvalResult) {
+        self.last_eval = Some(r.loss);
+        let acc = r.accuracy.map(|a| format!(" accuracy {:.4}", a)).unwrap_or_default();
+        let line = format!("eval step {}: loss {:.6}{acc} ({} examples)", r.step, r.loss, r.examples);
+        self.lines.push(line.clone());
+        self.say(line);
+    }
+    fn saved(&mut self, step: usize, path: &std::path::Path) {
+        if self.bar.is_none() && self.every <= 1 {
+            return;
+        }
+        self.say(format!("saved step {step} to {}", path.display()));
+    }
+    fn finish(&mut self) {
+        if let Some(b) = self.bar.take() {
+            b.finish_and_clear();
+        }
+    }
+}
+
+/// The initial arguments of a training run: given (a file, `--params`), or
+/// generated from a seed one argument at a time.
+enum Inputs {
+    Given(Vec<Tensor>),
+    Seed(u64),
+}
+
+fn train_mode(cli: &Cli, loaded: &Loaded, func: &str, inputs_desc: &str, inputs: Inputs) -> Result<(), ToolError> {
+    let diag = |d: Diag| ToolError::diag(d, Some(&loaded.source));
+    let (rule, hyper) = optimizer_choice(cli)?;
+    let mut m = loaded.module.clone();
+    let sig = ckopt_passes::train::prepare(&mut m, func, &rule).map_err(diag)?;
+    let step_opt = if sig.hypers.iter().any(|h| h.1 == "beta1") { "adamw" } else { "sgd" };
+    if let Some(o) = cli.optimizer
+        && !sig.built_step
+        && (o == OptimizerArg::Adamw) != (step_opt == "adamw")
+    {
+        return Err(ToolError::msg(format!(
+            "--optimizer {}: the file's @{} is an {step_opt} step; remove it (or build it with the {} pass)",
+            if o == OptimizerArg::Adamw { "adamw" } else { "sgd" },
+            sig.step_func,
+            if o == OptimizerArg::Adamw { "adamw" } else { "sgd" }
+        )));
+    }
+    hyper.check(&sig).map_err(|d| ToolError::msg(format!("{} (given on the command line)", d.message)))?;
+    let loss_fn = find_func(&m, &sig.loss_func).map_err(diag)?.clone();
+    // The data, validated before anything runs.
+    let data = match &cli.data {
+        Some(p) => Some(Arc::new(Dataset::open(p, &loss_fn, &sig.params).map_err(|e| ToolError::msg(format!("--data {e}")))?)),
+        None => None,
+    };
+    if cli.epochs.is_some() && data.is_none() {
+        return Err(ToolError::msg("--epochs needs --data (an epoch is one pass over a dataset)"));
+    }
+    let eval_data = match &cli.eval_data {
+        Some(p) => Some(Dataset::open(p, &loss_fn, &sig.params).map_err(|e| ToolError::msg(format!("--eval-data {e}")))?),
+        None => None,
+    };
+    let steps = match (cli.epochs, &data) {
+        (Some(e), Some(d)) => e * d.batches_per_epoch(),
+        _ => cli.steps.unwrap_or(10),
+    };
+    // The step, compiled; its arguments set from the inputs, one at a time.
+    let (mut exec, planned) = make_exec(cli, &mut m, &sig.step_func, "inplace,fuse,memplan", loaded)?;
+    let step_fn = find_func(&m, &sig.step_func).map_err(diag)?.clone();
+    // Generated inputs are made one argument at a time, right where they go.
+    let n_inputs = loss_fn.params.len();
+    match inputs {
+        Inputs::Given(v) => {
+            let mut slots: Vec<Option<Tensor>> = v.into_iter().map(Some).collect();
+            ckopt_train::job::set_initial_args(exec.as_dyn(), &step_fn, &sig, n_inputs, |i| {
+                slots.get_mut(i).and_then(Option::take).ok_or_else(|| format!("no input {i}"))
+            })
+        }
+        Inputs::Seed(seed) => ckopt_train::job::set_initial_args(exec.as_dyn(), &step_fn, &sig, n_inputs, |i| {
+            ckopt_interp::random_arg(&loss_fn, i, seed).map_err(|d| d.message)
+        }),
+    }
+    .map_err(ToolError::msg)?;
+    let mut start = 0;
+    let mut resumed: Option<Value> = None;
+    if let Some(dir) = &cli.resume {
+        let (s, meta) = ckopt_train::job::resume_into(exec.as_dyn(), &step_fn, &sig, std::path::Path::new(dir)).map_err(ToolError::msg)?;
+        if let (Some(d), Some(n)) = (&data, meta["data"]["examples"].as_u64())
+            && n as usize != d.examples()
+        {
+            return Err(ToolError::msg(format!(
+                "--resume {dir}: the checkpoint was trained on {n} examples, --data {} has {}",
+                d.path(),
+                d.examples()
+            )));
+        }
+        start = s;
+        resumed = Some(meta);
+    }
+    let from_ckpt = |k: &str| resumed.as_ref().map(|m| m[k].clone()).unwrap_or(Value::Null);
+    let shuffle = cli.shuffle_seed.or_else(|| from_ckpt("shuffle_seed").as_u64()).or(Some(0));
+    let base_lr = hyper.get("lr").or_else(|| sig.hypers.iter().find(|h| h.1 == "lr").map(|h| h.2)).unwrap_or(0.01);
+    let sched_meta = from_ckpt("schedule");
+    let schedule = match (cli.schedule, cli.warmup, sched_meta.is_object()) {
+        (None, 0, false) => None,
+        _ => {
+            let kind = match cli.schedule {
+                Some(ScheduleArg::Cosine) => ScheduleKind::Cosine,
+                Some(ScheduleArg::Constant) => ScheduleKind::Constant,
+                None => sched_meta["kind"].as_str().and_then(|k| k.parse().ok()).unwrap_or(ScheduleKind::Constant),
+            };
+            let total = cli.schedule_steps.or_else(|| sched_meta["total"].as_u64().map(|t| t as usize)).unwrap_or(start + steps);
+            let warmup = if cli.warmup > 0 { cli.warmup } else { sched_meta["warmup"].as_u64().unwrap_or(0) as usize };
+            Some(Schedule { kind, lr: base_lr, warmup, total })
+        }
+    };
+    // Evaluation: @NAME_eval on its own executor.
+    let mut evaluator = match eval_data {
+        Some(d) => {
+            let (ef, target) = ckopt_train::eval_function(&loss_fn, &sig.params);
+            let mut em = ckopt_ir::Module { funcs: vec![ef.clone()] };
+            let (e, _) = make_exec(cli, &mut em, &ef.name, "fuse,memplan", loaded)?;
+            let boxed: Box<dyn StepExec> = match e {
+                TrainExec::Interp(x) => Box::new(x),
+                #[cfg(feature = "lower")]
+                TrainExec::Lowered(x) => x,
+            };
+            Some(Evaluator { exec: boxed, data: d, params: sig.params.clone(), target })
+        }
+        None => None,
+    };
+    if cli.save.is_some() {
+        let _ = ctrlc::set_handler(|| STOP.store(true, Ordering::SeqCst));
+    }
+    let spec = JobSpec {
+        steps,
+        shuffle: data.as_ref().and(shuffle),
+        hyper,
+        schedule,
+        eval_every: cli.eval_every,
+        save_dir: cli.save.as_ref().map(std::path::PathBuf::from),
+        save_every: cli.save_every,
+        resume: cli.resume.as_ref().map(std::path::PathBuf::from),
+        info: json!({"backend": cli.backend.name(), "optimizer": step_opt, "data": cli.data}),
+    };
+    let tty = std::io::stdout().is_terminal() && cli.outputs.is_none();
+    let mut progress = Progress {
+        bar: tty.then(|| {
+            let b = indicatif::ProgressBar::new(steps as u64);
+            if let Ok(st) = indicatif::ProgressStyle::with_template("{bar:30.cyan/blue} step {pos}/{len} {per_sec} ETA {eta} {msg}") {
+                b.set_style(st);
+            }
+            b
+        }),
+        every: cli.log_every,
+        quiet: false,
+        last_eval: None,
+        lines: Vec::new(),
+    };
+    let r = ckopt_train::job::run(exec.as_dyn(), &sig, &step_fn, data.clone(), evaluator.as_mut(), &spec, start, &STOP, &mut progress)
+        .map_err(ToolError::msg)?;
+    let mut step_time_ms = if r.step_times_ms.is_empty() { 0.0 } else { r.step_times_ms.iter().sum::<f64>() / r.step_times_ms.len() as f64 };
+    let mut step_times = r.step_times_ms.clone();
+    let cuda_times = exec.cuda_step_times();
+    if !cuda_times.is_empty() {
+        step_time_ms = cuda_times.iter().sum::<f64>() / cuda_times.len() as f64;
+        step_times = cuda_times;
+    }
     let first = r.losses.first().copied();
     let last = r.losses.last().copied();
+    let done = r.losses.len();
+    let lr_text = match &spec.schedule {
+        None => format!("lr {base_lr}"),
+        Some(s) => format!("lr {base_lr} ({} schedule, warmup {}, over {} steps)", s.kind.name(), s.warmup, s.total),
+    };
     if cli.outputs.is_none() {
         let show = |l: Option<f32>| l.map(fmt_loss).unwrap_or_else(|| "none".into());
+        let data_text = match &data {
+            Some(d) => format!("data {} ({} examples, batch {}, shuffle {})", d.path(), d.examples(), d.batch_size(),
+                spec.shuffle.map(|s| format!("seed {s}")).unwrap_or_else(|| "off".into())),
+            None => format!("inputs from {inputs_desc}"),
+        };
         write_text(
             "-",
             &format!(
-                "# trained @{func} on {} with @{}{}: {steps} steps, lr {lr}, first loss {}, last loss {}, {:.3} ms/step, inputs from {inputs_desc}\n",
+                "# trained @{func} on {} with @{}{}: {done} steps{}, {lr_text}, first loss {}, last loss {}, {:.3} ms/step, {data_text}{}\n",
                 cli.backend.name(),
-                r.step_func,
-                match (r.built_grad, r.built_step) {
-                    (true, _) => " (built by autodiff and sgd)",
-                    (false, true) => " (built by sgd)",
-                    _ => "",
+                sig.step_func,
+                match (sig.built_grad, sig.built_step) {
+                    (true, _) => format!(" (built by autodiff and {step_opt})"),
+                    (false, true) => format!(" (built by {step_opt})"),
+                    _ => String::new(),
                 },
+                if start > 0 { format!(" (resumed at step {start})") } else { String::new() },
                 show(first),
                 show(last),
-                r.step_time_ms
+                step_time_ms,
+                if r.interrupted { ", interrupted" } else { "" },
             ),
         )?;
     }
+    let need_args = cli.outputs.is_some() || cli.params_out.is_some();
+    let args: Vec<Tensor> = if need_args {
+        (0..loss_fn.params.len()).filter_map(|i| exec.as_ref_dyn().arg(i)).collect()
+    } else {
+        Vec::new()
+    };
     if let Some(path) = &cli.outputs {
-        write_text(path, &tensors_to_json("outputs", &r.args))?;
+        write_text(path, &tensors_to_json("outputs", &args))?;
     }
     if let Some(path) = &cli.params_out {
-        let f = find_func(&loaded.module, func).map_err(|d| ToolError::diag(d, Some(&loaded.source)))?;
-        ckopt_tools::params::save_params(path, f, &r.args)?;
+        ckopt_tools::params::save_params(path, &loss_fn, &args)?;
+    }
+    let eval_json: Vec<Value> = r
+        .eval
+        .iter()
+        .map(|e| {
+            let mut v = json!({"step": e.step, "loss": e.loss, "examples": e.examples});
+            if let Some(a) = e.accuracy {
+                v["accuracy"] = json!(a);
+            }
+            v
+        })
+        .collect();
+    if let Some(path) = &cli.plot {
+        let train_pts: Vec<(usize, f32)> = r.losses.iter().enumerate().map(|(k, &l)| (start + k + 1, l)).collect();
+        let eval_pts: Vec<(usize, f64)> = r.eval.iter().map(|e| (e.step, e.loss)).collect();
+        let title = format!("@{func}: loss over steps ({} on {})", step_opt, cli.backend.name());
+        write_text(path, &ckopt_train::plot::loss_svg(&title, &train_pts, &eval_pts))?;
     }
     if let Some(path) = &cli.report {
-        let v = json!({
+        let mut v = json!({
             "backend": cli.backend.name(),
             "function": func,
-            "grad_function": r.grad_func,
-            "step_function": r.step_func,
-            "steps": steps,
-            "lr": lr,
+            "grad_function": sig.grad_func,
+            "step_function": sig.step_func,
+            "optimizer": step_opt,
+            "steps": done,
+            "start_step": start,
+            "lr": base_lr,
+            "lrs": r.lrs,
+            "schedule": spec.schedule.map(|s| json!({"kind": s.kind.name(), "lr": s.lr, "warmup": s.warmup, "total": s.total})),
+            "hyper": sig.hypers.iter().map(|h| (h.1.clone(), json!(spec.hyper.get(&h.1).unwrap_or(h.2)))).collect::<serde_json::Map<_, _>>(),
             "first_loss": first,
             "last_loss": last,
             "losses": r.losses,
-            "step_time_ms": r.step_time_ms,
-            "step_times_ms": r.step_times_ms,
+            "eval": eval_json,
+            "step_time_ms": step_time_ms,
+            "step_times_ms": step_times,
+            "wall_step_ms": r.wall_step_ms,
             "peak_bytes": r.peak_bytes,
-            "trained_arguments": r.trained,
+            "trained_arguments": sig.params,
             "inputs": inputs_desc,
+            "data": data.as_ref().map(|d| json!({"path": d.path(), "examples": d.examples(), "batch": d.batch_size(), "batches_per_epoch": d.batches_per_epoch()})),
+            "interrupted": r.interrupted,
+            "checkpoints": r.saved.iter().map(|(s, p)| json!({"step": s, "path": p.display().to_string()})).collect::<Vec<_>>(),
         });
-        let mut v = v;
-        if let (Some(Value::Object(extra)), Value::Object(m)) = (&extra, &mut v) {
-            for (k, x) in extra {
-                m.entry(k.clone()).or_insert_with(|| x.clone());
+        if let Some(Value::Object(mut extra)) = exec.report() {
+            extra.remove("step_ms");
+            extra.insert("planned_by_ckopt_run".into(), json!(planned));
+            if let Value::Object(m) = &mut v {
+                for (k, x) in extra {
+                    m.entry(k).or_insert(x);
+                }
             }
         }
         let text = serde_json::to_string_pretty(&v).map_err(|e| ToolError::msg(format!("cannot encode the report: {e}")))?;
         write_text(path, &(text + "\n"))?;
+    }
+    if r.interrupted {
+        return Err(ToolError::msg(format!(
+            "interrupted after step {}{}",
+            start + done,
+            r.saved.last().map(|(s, p)| format!("; checkpoint of step {s} in {}", p.display())).unwrap_or_default()
+        )));
     }
     Ok(())
 }
@@ -530,11 +969,17 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
             }
         },
     };
-    let mode = if cli.train { Mode::Train { steps: cli.steps, lr: cli.lr } } else { Mode::Eval };
+    let mode = if cli.train { Mode::Train } else { Mode::Eval };
     let func = if cli.train { ckopt_tools::train::loss_func_name(&loaded.module, &func) } else { func };
     let f = find_func(&loaded.module, &func).map_err(|d| ToolError::diag(d, Some(&loaded.source)))?;
     if cli.compile_only {
         return compile_only_mode(cli, &loaded, &func);
+    }
+    if let Mode::Train = mode
+        && cli.inputs.is_none()
+        && cli.params.is_none()
+    {
+        return train_mode(cli, &loaded, &func, &format!("seed {}", cli.seed), Inputs::Seed(cli.seed));
     }
     let (inputs, inputs_desc) = choose_inputs(cli, f, &loaded)?;
     match mode {
@@ -548,7 +993,7 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
             }
             emit(cli, &func, &inputs_desc, &ex)
         }
-        Mode::Train { steps, lr } => train_mode(cli, &loaded, &func, &inputs_desc, inputs, steps, lr),
+        Mode::Train => train_mode(cli, &loaded, &func, &inputs_desc, Inputs::Given(inputs)),
     }
 }
 
@@ -580,7 +1025,7 @@ fn compile_only_report(cli: &Cli, loaded: &Loaded, func: &str) -> Result<Value, 
     let Some(b) = cli.backend.lowered() else {
         return Err(ToolError::msg("--compile-only needs --backend cpu or cuda (the interpreter compiles nothing)"));
     };
-    let (rep, planned) = ckopt_tools::lowered::compile_only(&loaded.module, func, b, cli.train.then_some(cli.lr))
+    let (rep, planned) = ckopt_tools::lowered::compile_only(&loaded.module, func, b, cli.train.then_some(cli.lr.unwrap_or(0.01)))
         .map_err(|d| ToolError::Diags { diags: d, source: Some(loaded.source.clone()) })?;
     let mut v = rep.to_json();
     v["planned_by_ckopt_run"] = json!(planned);

@@ -58,6 +58,8 @@ enum LossArg {
     Mse,
     /// Softmax cross-entropy of [N, C] logits against one-hot %labels.
     CrossEntropy,
+    /// Softmax cross-entropy of logits (classes last) against integer (i64) %labels, ignore_index -100.
+    CrossEntropyIndex,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -156,6 +158,7 @@ fn import_onnx(cli: &Cli) -> ExitCode {
         LossArg::None => ckopt_onnx::Loss::None,
         LossArg::Mse => ckopt_onnx::Loss::Mse,
         LossArg::CrossEntropy => ckopt_onnx::Loss::CrossEntropy,
+        LossArg::CrossEntropyIndex => ckopt_onnx::Loss::CrossEntropyIndex,
     };
     let opts = ckopt_onnx::ImportOptions { loss, batch: cli.batch, name: cli.name.clone() };
     let imported = if cli.input == "-" {
@@ -239,6 +242,7 @@ fn train_sigs(m: &Module, funcs: &[&Func]) -> Result<Vec<TrainSig>, Diags> {
             params: sig.params,
             state: sig.state,
             step_key: sig.step_key,
+            hypers: sig.hypers,
         });
     }
     Ok(out)

@@ -1,0 +1,304 @@
+//! The training job of `ckopt-run --train` (ckopt-train): datasets,
+//! AdamW and schedules as step inputs, exact resume, atomic checkpoints,
+//! evaluation, and the errors that protect a run before it starts.
+
+#![allow(clippy::unwrap_used)]
+
+use safetensors::tensor::{Dtype, TensorView};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_ckopt-run")
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("ckopt-train-job-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn model_file(dir: &Path, model: &str, args: &[&str]) -> PathBuf {
+    let m = ckopt_models::ModelKind::from_name(model).unwrap();
+    let mut o = ckopt_models::GenOptions::default();
+    let mut it = args.iter();
+    while let (Some(k), Some(v)) = (it.next(), it.next()) {
+        let v: u64 = v.parse().unwrap();
+        match *k {
+            "depth" => o.depth = Some(v),
+            "width" => o.width = Some(v),
+            "batch" => o.batch = Some(v),
+            "channels" => o.channels = Some(v),
+            "image" => o.image = Some(v),
+            "classes" => o.classes = Some(v),
+            _ => panic!("{k}"),
+        }
+    }
+    let module = ckopt_models::generate(m, &o).unwrap();
+    let p = dir.join(format!("{model}.ck"));
+    std::fs::write(&p, ckopt_ir::print_module(&module)).unwrap();
+    p
+}
+
+fn f32_bytes(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// A dataset of `n` examples for an MSE model of width `w`: target = 0.5 x.
+fn mse_data(path: &Path, n: usize, w: usize, seed: u64) {
+    let mut s = seed;
+    let x: Vec<f32> = (0..n * w)
+        .map(|_| {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect();
+    let t: Vec<f32> = x.iter().map(|v| 0.5 * v).collect();
+    write(path, &[("x", vec![n, w], f32_bytes(&x)), ("target", vec![n, w], f32_bytes(&t))], Dtype::F32);
+}
+
+fn write(path: &Path, ts: &[(&str, Vec<usize>, Vec<u8>)], dtype: Dtype) {
+    let views: Vec<(String, TensorView)> =
+        ts.iter().map(|(n, s, b)| (n.to_string(), TensorView::new(dtype, s.clone(), b).unwrap())).collect();
+    safetensors::serialize_to_file(views, None, path).unwrap();
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new(bin()).args(args).output().unwrap()
+}
+
+fn ok(args: &[&str]) -> String {
+    let o = run(args);
+    assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn err(args: &[&str]) -> String {
+    let o = run(args);
+    assert!(!o.status.success(), "{args:?} should fail: {}", String::from_utf8_lossy(&o.stdout));
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("step 1/"), "{args:?}: no step may run before the error");
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn report(p: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+fn loss_bits(v: &Value) -> Vec<u32> {
+    v["losses"].as_array().unwrap().iter().map(|x| (x.as_f64().unwrap() as f32).to_bits()).collect()
+}
+
+/// N + M steps in one run == N steps, save, resume M: the same losses bit
+/// for bit (AdamW, cosine schedule with warmup, shuffled data over several
+/// epochs, on the interpreter).
+#[test]
+fn resume_continues_bit_for_bit() {
+    let d = tmp("resume");
+    let ck = model_file(&d, "mlp", &["depth", "2", "width", "8", "batch", "4"]);
+    let data = d.join("train.safetensors");
+    mse_data(&data, 22, 8, 1); // 5 batches per epoch, 2 examples dropped
+    let (ck, data) = (ck.to_str().unwrap(), data.to_str().unwrap());
+    let common = ["--train", "--data", data, "--optimizer", "adamw", "--lr", "0.01", "--schedule", "cosine", "--warmup", "2", "--shuffle-seed", "7"];
+    let full = d.join("full.json");
+    let mut a = vec![ck];
+    a.extend(common);
+    a.extend(["--steps", "12", "--report", full.to_str().unwrap()]);
+    ok(&a);
+    let ckpt = d.join("ckpt");
+    let half = d.join("half.json");
+    let mut b = vec![ck];
+    b.extend(common);
+    b.extend(["--steps", "5", "--schedule-steps", "12", "--save", ckpt.to_str().unwrap(), "--report", half.to_str().unwrap()]);
+    ok(&b);
+    let rest = d.join("rest.json");
+    let out = ok(&[ck, "--train", "--data", data, "--optimizer", "adamw", "--lr", "0.01", "--resume", ckpt.to_str().unwrap(), "--steps", "7", "--report", rest.to_str().unwrap()]);
+    assert!(out.contains("resumed at step 5"), "{out}");
+    let (full, half, rest) = (report(&full), report(&half), report(&rest));
+    let mut joined = loss_bits(&half);
+    joined.extend(loss_bits(&rest));
+    assert_eq!(joined.len(), 12);
+    assert_eq!(joined, loss_bits(&full), "resumed losses equal the uninterrupted run's");
+    assert_eq!(rest["start_step"], 5);
+    let lrs: Vec<f64> = full["lrs"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+    assert_eq!((lrs[0] as f32, lrs[1] as f32), (0.005, 0.01), "linear warmup");
+    assert!(lrs[11] < 1e-3 && lrs[2] > lrs[11], "cosine decay: {lrs:?}");
+    let meta: Value = serde_json::from_str(&std::fs::read_to_string(ckpt.join("checkpoint.json")).unwrap()).unwrap();
+    assert_eq!((meta["step"].as_u64(), meta["data"]["epoch"].as_u64(), meta["data"]["batch_in_epoch"].as_u64()), (Some(5), Some(1), Some(0)));
+}
+
+/// A process killed with SIGKILL in the middle of writing a checkpoint
+/// leaves the previous one intact: it loads and training resumes from it.
+#[test]
+fn sigkill_mid_save_leaves_the_previous_checkpoint_loadable() {
+    let d = tmp("kill");
+    let ck = model_file(&d, "mlp", &["depth", "6", "width", "16", "batch", "4"]);
+    let data = d.join("train.safetensors");
+    mse_data(&data, 40, 16, 2);
+    let ckpt = d.join("ckpt");
+    let mut child = Command::new(bin())
+        .args([ck.to_str().unwrap(), "--train", "--data", data.to_str().unwrap(), "--steps", "1000", "--save", ckpt.to_str().unwrap(), "--save-every", "1"])
+        .env("CKOPT_TEST_SAVE_DELAY_MS", "40")
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let (done, partial) = (ckpt.join("checkpoint.safetensors"), ckpt.join(".checkpoint.safetensors.tmp"));
+    let t = std::time::Instant::now();
+    // Wait for a first checkpoint, then for the next save to be under way.
+    while !done.exists() && t.elapsed().as_secs() < 120 {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    while !(partial.exists() && std::fs::metadata(&partial).map(|m| m.len() > 64).unwrap_or(false)) && t.elapsed().as_secs() < 120 {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    assert!(partial.exists(), "a save was under way");
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let before = std::fs::read(&done).unwrap();
+    let rep = d.join("r.json");
+    ok(&[ck.to_str().unwrap(), "--train", "--data", data.to_str().unwrap(), "--resume", ckpt.to_str().unwrap(), "--steps", "1", "--report", rep.to_str().unwrap()]);
+    let r = report(&rep);
+    assert!(r["start_step"].as_u64().unwrap() >= 1);
+    assert_eq!(r["losses"].as_array().unwrap().len(), 1);
+    assert!(before.len() > 1000);
+}
+
+/// A dataset that does not fit the function, is not safetensors, or is
+/// truncated: an error naming the argument and the expected type, before
+/// any step. A foreign or damaged checkpoint is refused.
+#[test]
+fn bad_datasets_and_checkpoints_are_refused_before_any_step() {
+    let d = tmp("bad");
+    let ck = model_file(&d, "mlp", &["depth", "1", "width", "4", "batch", "2"]);
+    let ck = ck.to_str().unwrap();
+    let p = |n: &str| d.join(n).to_str().unwrap().to_string();
+    let x = f32_bytes(&[0.5; 6 * 4]);
+    write(Path::new(&p("noname.safetensors")), &[("x", vec![6, 4], x.clone()), ("tgt", vec![6, 4], x.clone())], Dtype::F32);
+    let e = err(&[ck, "--train", "--data", &p("noname.safetensors")]);
+    assert!(e.contains("'tgt'") && e.contains("'target'"), "{e}");
+    write(Path::new(&p("shape.safetensors")), &[("x", vec![6, 4], x.clone()), ("target", vec![4, 6], x.clone())], Dtype::F32);
+    let e = err(&[ck, "--train", "--data", &p("shape.safetensors")]);
+    assert!(e.contains("tensor 'target' is F32 [4, 6]") && e.contains("F32 [N, 4]") && e.contains("%target") && e.contains("tensor<2x4xf32>"), "{e}");
+    let xi: Vec<u8> = (0..24).flat_map(|i: i32| i.to_le_bytes()).collect();
+    write(Path::new(&p("dtype.safetensors")), &[("x", vec![6, 4], xi.clone()), ("target", vec![6, 4], xi)], Dtype::I32);
+    let e = err(&[ck, "--train", "--data", &p("dtype.safetensors")]);
+    assert!(e.contains("I32") && e.contains("expected F32"), "{e}");
+    std::fs::write(p("junk.safetensors"), b"this is not a safetensors file").unwrap();
+    let e = err(&[ck, "--train", "--data", &p("junk.safetensors")]);
+    assert!(e.contains("not a safetensors file"), "{e}");
+    write(Path::new(&p("good.safetensors")), &[("x", vec![6, 4], x.clone()), ("target", vec![6, 4], x.clone())], Dtype::F32);
+    let good = std::fs::read(p("good.safetensors")).unwrap();
+    std::fs::write(p("trunc.safetensors"), &good[..good.len() - 10]).unwrap();
+    let e = err(&[ck, "--train", "--data", &p("trunc.safetensors")]);
+    assert!(e.contains("not a safetensors file (or truncated)"), "{e}");
+    // Checkpoints: of another model (other shapes), damaged, not one at all.
+    let other = tmp("bad-other");
+    let ck2 = model_file(&other, "mlp", &["depth", "1", "width", "4", "batch", "2"]);
+    let big = model_file(&d, "resmlp", &["depth", "1", "width", "4", "batch", "2"]);
+    let _ = big;
+    let save = p("ckpt");
+    ok(&[ck2.to_str().unwrap(), "--train", "--data", &p("good.safetensors"), "--steps", "2", "--save", &save]);
+    let wide = tmp("bad-wide");
+    let ck3 = model_file(&wide, "mlp", &["depth", "1", "width", "8", "batch", "2"]);
+    let x8 = f32_bytes(&[0.5; 6 * 8]);
+    write(&wide.join("d.safetensors"), &[("x", vec![6, 8], x8.clone()), ("target", vec![6, 8], x8)], Dtype::F32);
+    let e = err(&[ck3.to_str().unwrap(), "--train", "--data", wide.join("d.safetensors").to_str().unwrap(), "--resume", &save]);
+    assert!(e.contains("this model needs F32 [8, 8]"), "{e}");
+    let e = err(&[ck, "--train", "--resume", &p("nowhere")]);
+    assert!(e.contains("cannot open"), "{e}");
+    let f = Path::new(&save).join("checkpoint.safetensors");
+    let bytes = std::fs::read(&f).unwrap();
+    std::fs::write(&f, &bytes[..bytes.len() / 2]).unwrap();
+    let e = err(&[ck, "--train", "--data", &p("good.safetensors"), "--resume", &save]);
+    assert!(e.contains("damaged"), "{e}");
+    std::fs::copy(p("good.safetensors"), &f).unwrap();
+    let e = err(&[ck, "--train", "--data", &p("good.safetensors"), "--resume", &save]);
+    assert!(e.contains("not a ckopt checkpoint"), "{e}");
+}
+
+/// `--lr` applies to a file's own step function (it used to be ignored:
+/// after `sgd{lr=0.1}`, `--lr 1e30` trained as `--lr 0.1`).
+#[test]
+fn lr_applies_to_an_existing_step_function() {
+    let d = tmp("lr");
+    let ck = model_file(&d, "mlp", &["depth", "2", "width", "8", "batch", "4"]);
+    let step = d.join("step.ck");
+    let o = Command::new(env!("CARGO_BIN_EXE_ckopt-opt"))
+        .args([ck.to_str().unwrap(), "--pass-pipeline=autodiff,inplace,sgd{lr=0.1}", "-o", step.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let s = step.to_str().unwrap();
+    let r = |lr: &str| {
+        let rep = d.join(format!("r{lr}.json"));
+        ok(&[s, "--func", "mlp", "--train", "--steps", "3", "--lr", lr, "--report", rep.to_str().unwrap()]);
+        report(&rep)
+    };
+    let (a, b, dflt) = (r("0.1"), r("0.3"), {
+        let rep = d.join("default.json");
+        ok(&[s, "--func", "mlp", "--train", "--steps", "3", "--report", rep.to_str().unwrap()]);
+        report(&rep)
+    });
+    assert_eq!(loss_bits(&a)[0], loss_bits(&b)[0], "same start");
+    assert_ne!(loss_bits(&a)[1], loss_bits(&b)[1], "another lr, another second loss");
+    assert_eq!(loss_bits(&a), loss_bits(&dflt), "without --lr: the step's own default, 0.1");
+    assert_eq!(dflt["lr"].as_f64().map(|x| x as f32), Some(0.1));
+    // The case: --lr 1e30 no longer trains as the built-in 0.1 does.
+    let huge = r("1e30");
+    assert_ne!(loss_bits(&huge)[1], loss_bits(&a)[1]);
+    assert_eq!(huge["lr"].as_f64().map(|x| x as f32), Some(1e30));
+}
+
+/// Evaluation of a classifier: mean loss and accuracy every N steps and at
+/// the end, in the report; the plot draws both curves.
+#[test]
+fn eval_reports_loss_and_accuracy_and_the_plot_draws_them() {
+    let d = tmp("eval");
+    let ck = model_file(&d, "resnet", &["depth", "1", "channels", "4", "image", "4", "classes", "3", "batch", "4"]);
+    // Class k: images filled with k - 1 (plus the class's channel pattern).
+    let n = 24;
+    let mut x = Vec::new();
+    let mut t = Vec::new();
+    for e in 0..n {
+        let k = e % 3;
+        for _ in 0..3 * 16 {
+            x.push(k as f32 - 1.0);
+        }
+        for j in 0..3 {
+            t.push(if j == k { 1.0 } else { 0.0 });
+        }
+    }
+    let data = d.join("d.safetensors");
+    write(&data, &[("x", vec![n, 3, 4, 4], f32_bytes(&x)), ("target", vec![n, 3], f32_bytes(&t))], Dtype::F32);
+    let (rep, plot) = (d.join("r.json"), d.join("loss.svg"));
+    let out = ok(&[
+        ck.to_str().unwrap(),
+        "--train",
+        "--data",
+        data.to_str().unwrap(),
+        "--eval-data",
+        data.to_str().unwrap(),
+        "--eval-every",
+        "4",
+        "--steps",
+        "8",
+        "--optimizer",
+        "adamw",
+        "--lr",
+        "0.05",
+        "--report",
+        rep.to_str().unwrap(),
+        "--plot",
+        plot.to_str().unwrap(),
+    ]);
+    assert!(out.contains("eval step 4: loss") && out.contains("accuracy"), "{out}");
+    let r = report(&rep);
+    let ev = r["eval"].as_array().unwrap();
+    assert_eq!(ev.iter().map(|e| e["step"].as_u64().unwrap()).collect::<Vec<_>>(), vec![4, 8]);
+    let acc = ev[1]["accuracy"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&acc) && ev[1]["examples"] == 24);
+    assert_eq!(r["optimizer"], "adamw");
+    let svg = std::fs::read_to_string(&plot).unwrap();
+    assert!(svg.contains("train loss") && svg.contains("eval loss") && svg.matches("<polyline").count() == 2);
+}
