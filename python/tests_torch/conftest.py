@@ -67,7 +67,10 @@ class Block(nn.Module):
         super().__init__()
         self.heads = heads
         self.ln1 = nn.LayerNorm(d)
-        self.qkv = nn.Linear(d, 3 * d)
+        # No qkv bias: its key part has an exactly zero gradient (softmax
+        # ignores a per-row constant), which AdamW would turn from rounding
+        # noise into lr-sized steps, different in every implementation.
+        self.qkv = nn.Linear(d, 3 * d, bias=False)
         self.proj = nn.Linear(d, d)
         self.ln2 = nn.LayerNorm(d)
         self.fc = nn.Linear(d, 4 * d)

@@ -30,13 +30,20 @@ def eager_step(model, batch):
     return loss.detach(), grads(model)
 
 
+MODELS = {"mlp": (MLP, mlp_batch), "cnn": (CNN, cnn_batch), "gpt": (GPT, gpt_batch)}
+
+
 @pytest.mark.parametrize("executor", EXECUTORS)
 @pytest.mark.parametrize("mode", MODES)
-def test_mlp_loss_and_grads_match_eager(mode, executor):
+@pytest.mark.parametrize("name", list(MODELS))
+def test_loss_grads_buffers_match_eager(name, mode, executor):
+    """MLP (MSE), CNN (BatchNorm, pooling, integer labels), GPT (embeddings,
+    layer norm, causal attention, gelu, cross_entropy)."""
+    make, batch_of = MODELS[name]
     torch.manual_seed(0)
-    ref = MLP()
+    ref = make()
     model = copy.deepcopy(ref)
-    batch = mlp_batch(1)
+    batch = batch_of(2)
     cm = ct.compile(model, batch, mode=mode, executor=executor, **opts_for(mode, ref, batch))
     want_loss, want = eager_step(ref, batch)
     loss = cm(*batch)
@@ -45,41 +52,6 @@ def test_mlp_loss_and_grads_match_eager(mode, executor):
     assert rel(loss, want_loss) <= 1e-5
     got = grads(model)
     assert got.keys() == want.keys()
-    for k in want:
-        assert rel(got[k], want[k]) <= 1e-5, k
-
-
-@pytest.mark.parametrize("executor", EXECUTORS)
-@pytest.mark.parametrize("mode", MODES)
-def test_gpt_match_eager(mode, executor):
-    torch.manual_seed(0)
-    ref = GPT()
-    model = copy.deepcopy(ref)
-    batch = gpt_batch(4)
-    cm = ct.compile(model, batch, mode=mode, executor=executor, **opts_for(mode, ref, batch))
-    want_loss, want = eager_step(ref, batch)
-    loss = cm(*batch)
-    loss.backward()
-    assert rel(loss, want_loss) <= 1e-5
-    got = grads(model)
-    assert got.keys() == want.keys()
-    for k in want:
-        assert rel(got[k], want[k]) <= 1e-5, k
-
-
-@pytest.mark.parametrize("executor", EXECUTORS)
-@pytest.mark.parametrize("mode", MODES)
-def test_cnn_batchnorm_labels_match_eager(mode, executor):
-    torch.manual_seed(0)
-    ref = CNN()
-    model = copy.deepcopy(ref)
-    batch = cnn_batch(2)
-    cm = ct.compile(model, batch, mode=mode, executor=executor, **opts_for(mode, ref, batch))
-    want_loss, want = eager_step(ref, batch)
-    loss = cm(*batch)
-    loss.backward()
-    assert rel(loss, want_loss) <= 1e-5
-    got = grads(model)
     for k in want:
         assert rel(got[k], want[k]) <= 1e-5, k
     # BatchNorm's running statistics are written back as eager does.
@@ -105,15 +77,17 @@ def test_plan_is_ckopts():
 
 
 @pytest.mark.parametrize("executor", EXECUTORS)
-def test_adamw_scheduler_clipping_match_eager(executor):
+@pytest.mark.parametrize("name", list(MODELS))
+def test_adamw_scheduler_clipping_match_eager(name, executor):
+    make, batch_of = MODELS[name]
     torch.manual_seed(0)
-    ref = MLP()
+    ref = make()
     model = copy.deepcopy(ref)
-    cm = ct.compile(model, mlp_batch(0), mode="sqrt", executor=executor)
+    cm = ct.compile(model, batch_of(0), mode="sqrt", executor=executor)
     opts = [torch.optim.AdamW(m.parameters(), lr=1e-2, weight_decay=0.1) for m in (ref, cm)]
     scheds = [torch.optim.lr_scheduler.StepLR(o, 2, 0.5) for o in opts]
     for step in range(5):
-        batch = mlp_batch(10 + step)
+        batch = batch_of(10 + step)
         losses = []
         for m, o, s in zip((ref, cm), opts, scheds):
             o.zero_grad()
@@ -128,7 +102,7 @@ def test_adamw_scheduler_clipping_match_eager(executor):
         assert rel(a, b) <= 1e-5, k
     # state_dict is the model's: keys without a prefix, loadable into eager.
     assert list(cm.state_dict().keys()) == list(ref.state_dict().keys())
-    fresh = MLP()
+    fresh = make()
     fresh.load_state_dict(cm.state_dict())
     assert all(torch.equal(a, b) for a, b in zip(fresh.parameters(), model.parameters()))
 

@@ -288,22 +288,20 @@ for _name, _kind in [
     TABLE[getattr(aten, _name).default] = _unary(_kind)
 
 
-@entry(aten.add.Tensor, aten.add.Scalar)
-def _add(cx, a, k):
-    x, y = a[0], a[1]
-    alpha = k.get("alpha", a[2] if len(a) > 2 else 1)
-    if alpha != 1:
-        y = cx.scale(cx.bcast(cx.val(y, cx.out_shape()), cx.out_shape()), alpha) if not isinstance(y, (int, float)) else y * alpha
-    return cx.binary("add", x, y, cx.out_shape())
+def _add_sub(kind):
+    def emit(cx, a, k):
+        x, y = a[0], a[1]
+        alpha = k.get("alpha", a[2] if len(a) > 2 else 1)
+        if alpha != 1:
+            shape = cx.out_shape()
+            y = y * alpha if isinstance(y, (int, float)) else cx.scale(cx.bcast(cx.val(y, shape), shape), alpha)
+        return cx.binary(kind, x, y, cx.out_shape())
+
+    return emit
 
 
-@entry(aten.sub.Tensor, aten.sub.Scalar)
-def _sub(cx, a, k):
-    x, y = a[0], a[1]
-    alpha = k.get("alpha", a[2] if len(a) > 2 else 1)
-    if alpha != 1:
-        y = cx.scale(cx.bcast(cx.val(y, cx.out_shape()), cx.out_shape()), alpha) if not isinstance(y, (int, float)) else y * alpha
-    return cx.binary("sub", x, y, cx.out_shape())
+TABLE[aten.add.Tensor] = TABLE[aten.add.Scalar] = _add_sub("add")
+TABLE[aten.sub.Tensor] = TABLE[aten.sub.Scalar] = _add_sub("sub")
 
 
 @entry(aten.mul.Tensor, aten.mul.Scalar)

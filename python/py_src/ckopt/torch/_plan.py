@@ -246,35 +246,29 @@ def _expr(op: Op, a: list[str], types: dict[str, Type], out: str | None) -> str:
         x = f"{a[0]}.mT" if at.get("transpose_a") else a[0]
         y = f"{a[1]}.mT" if at.get("transpose_b") else a[1]
         return f"torch.matmul({x}, {y}{o})"
-    conv = lambda: (list(at.get("stride", [1, 1])), list(at.get("padding", [0, 0])))  # noqa: E731
-    if k == "conv2d":
-        s, p = conv()
-        return f"torch.conv2d({a[0]}, {a[1]}, None, {s!r}, {p!r})"
-    if k == "conv2d_grad_input":
-        s, p = conv()
-        return f"torch.nn.grad.conv2d_input({shape!r}, {a[1]}, {a[0]}, {s!r}, {p!r})"
-    if k == "conv2d_grad_filter":
-        s, p = conv()
-        return f"torch.nn.grad.conv2d_weight({a[0]}, {shape!r}, {a[1]}, {s!r}, {p!r})"
-    pool = lambda: (list(at["window"]), list(at.get("stride", at["window"])))  # noqa: E731
-    if k == "max_pool2d":
-        w, s = pool()
-        return f"torch.max_pool2d({a[0]}, {w!r}, {s!r})"
-    if k == "max_pool2d_grad":
-        w, s = pool()
-        return f"_maxpool_grad({a[0]}, {a[1]}, {w!r}, {s!r})"
-    if k == "avg_pool2d":
-        w, s = pool()
-        return f"torch.nn.functional.avg_pool2d({a[0]}, {w!r}, {s!r})"
-    if k == "avg_pool2d_grad":
-        w, s = pool()
-        return f"torch.ops.aten.avg_pool2d_backward({a[0]}, _empty({shape!r}), {w!r}, {s!r}, [0, 0], False, True, None)"
+    if k in _WINDOW_OPS:
+        w = list(at.get("window", []))
+        st = list(at.get("stride", w or [1, 1]))
+        p = list(at.get("padding", [0, 0]))
+        return _WINDOW_OPS[k].format(*a, s=st, p=p, w=w, shape=shape)
     if k == "dropout":
         step = a[1] if len(a) > 1 else "None"
         return f"_dropout({a[0]}, {float(at['rate'])!r}, {int(at['seed'])}, {step})"
     if k == "constant":
         raise NotImplementedError("ck.constant in the aten executor")
     raise KeyError(k)
+
+
+# Convolution and pooling: torch calls with the op's stride/padding/window.
+_WINDOW_OPS = {
+    "conv2d": "torch.conv2d({0}, {1}, None, {s!r}, {p!r})",
+    "conv2d_grad_input": "torch.nn.grad.conv2d_input({shape!r}, {1}, {0}, {s!r}, {p!r})",
+    "conv2d_grad_filter": "torch.nn.grad.conv2d_weight({0}, {shape!r}, {1}, {s!r}, {p!r})",
+    "max_pool2d": "torch.max_pool2d({0}, {w!r}, {s!r})",
+    "max_pool2d_grad": "_maxpool_grad({0}, {1}, {w!r}, {s!r})",
+    "avg_pool2d": "torch.nn.functional.avg_pool2d({0}, {w!r}, {s!r})",
+    "avg_pool2d_grad": "torch.ops.aten.avg_pool2d_backward({0}, _empty({shape!r}), {w!r}, {s!r}, [0, 0], False, True, None)",
+}
 
 
 def _maxpool_grad(x, dy, window, stride):
@@ -336,6 +330,12 @@ def gen_schedule(name: str, args: list[str], body: list[Op], results: list[str],
     return "\n".join(lines)
 
 
+def _namespace(device) -> dict:
+    """The globals of generated schedules."""
+    return {"torch": torch, "_dev": device, "_dropout": dropout, "_maxpool_grad": _maxpool_grad,
+            "_empty": lambda shape: torch.empty(shape, device=device)}
+
+
 class AtenRunner:
     """Runs a split with torch's kernels through generated Python."""
 
@@ -346,8 +346,7 @@ class AtenRunner:
         bwd_args = [names[i] for i in s.bwd_arg_idx] + s.kept + [s.seed]
         bwd_src = gen_schedule("bwd", bwd_args, s.bwd_body, s.bwd_results, s.types, from_list=True)
         self.source = fwd_src + "\n\n" + bwd_src + "\n"
-        g = {"torch": torch, "_dev": device, "_dropout": dropout, "_maxpool_grad": _maxpool_grad,
-             "_empty": lambda shape: torch.empty(shape, device=device)}
+        g = _namespace(device)
         exec(compile(self.source, "<ckopt.torch schedule>", "exec"), g)
         self.fwd, self.bwd_list = g["fwd"], g["bwd"]
 
@@ -355,8 +354,7 @@ class AtenRunner:
 def gen_forward(f: Func, types, device):
     names = [a.name for a in f.args]
     src = gen_schedule("fwd", names, f.body, f.results, types)
-    g = {"torch": torch, "_dev": device, "_dropout": dropout, "_maxpool_grad": _maxpool_grad,
-         "_empty": lambda shape: torch.empty(shape, device=device)}
+    g = _namespace(device)
     exec(compile(src, "<ckopt.torch forward>", "exec"), g)
     return g["fwd"], src
 
