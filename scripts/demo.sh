@@ -56,6 +56,20 @@ echo "remat{mode=optimal device_budget=4GiB func=mlp_step}: the least recompute 
 $BIN/ckopt-opt target/demo/mlp1000.ck --pass-pipeline='autodiff,inplace,sgd{lr=0.01},remat{mode=optimal device_budget=4GiB func=mlp_step},memplan' \
   --pass-statistics -o /dev/null 2>&1 | grep -E "@mlp_step (plan|device-bytes|recompute-flops|temp-peak-bytes-after) " | sed 's/^ */  /' || true
 
+# Mixed precision: the same plan with the activations in bf16 (autocast:
+# matmuls and the activations between them low, parameters f32 masters).
+echo
+echo "== Mixed precision: autocast{dtype=bf16} on the 1000-layer MLP (sqrt plan, temp peak) =="
+for dt in f32 bf16; do
+  pre=""; [ "$dt" = bf16 ] && pre="autocast{dtype=bf16},"
+  $BIN/ckopt-opt target/demo/mlp1000.ck --pass-pipeline="${pre}autodiff,inplace,fuse,remat{mode=sqrt},memplan" \
+    --memory-report - -o /dev/null | python3 -c "
+import json, sys
+r = {x['function']: x for x in json.load(sys.stdin)}['mlp_grad']
+print(f\"  {sys.argv[1]:>5}: temp peak {r['temp_peak_bytes'] / 2**20:6.1f} MiB, recompute {r['recompute_flops'] / r['forward_flops']:.3f} forward passes\")
+" "$dt"
+done
+
 # The paper's stacked-LSTM experiment: written layer by layer, every cut of
 # the given order crosses a whole layer's hidden states; remat also plans the
 # step in wavefront order (docs/remat.md), which sqrt and greedy pick.
