@@ -254,9 +254,11 @@ def _expr(op: Op, a: list[str], types: dict[str, Type], out: str | None) -> str:
     if k == "dropout":
         step = a[1] if len(a) > 1 else "None"
         return f"_dropout({a[0]}, {float(at['rate'])!r}, {int(at['seed'])}, {step})"
-    if k == "constant":
-        raise NotImplementedError("ck.constant in the aten executor")
-    raise KeyError(k)
+    # Anything else (e.g. a ck.constant from a user's own pipeline=) has no
+    # torch call here: an error before anything runs, never a wrong result.
+    from ckopt import UnsupportedError
+
+    raise UnsupportedError(f"ck.{k}", None, "no torch call for this op in the aten executor (use executor='ckopt')")
 
 
 # Convolution and pooling: torch calls with the op's stride/padding/window.
