@@ -32,29 +32,7 @@ pub(crate) fn gpt(s: &Sizes) -> Result<ckopt_ir::Func, BuildError> {
     let labels = g.arg_typed("labels", &[b, sq], DType::I64, false)?;
     let wte = g.arg("wte", &[voc, w], true)?;
     let wpe = g.arg("wpe", &[sq, w], true)?;
-    struct Layer {
-        wq: ValueId,
-        wk: ValueId,
-        wv: ValueId,
-        wo: ValueId,
-        w1: ValueId,
-        b1: ValueId,
-        w2: ValueId,
-        b2: ValueId,
-    }
-    let mut layers = Vec::with_capacity(s.depth as usize);
-    for l in 0..s.depth {
-        layers.push(Layer {
-            wq: g.arg(&format!("wq{l}"), &[w, w], true)?,
-            wk: g.arg(&format!("wk{l}"), &[w, w], true)?,
-            wv: g.arg(&format!("wv{l}"), &[w, w], true)?,
-            wo: g.arg(&format!("wo{l}"), &[w, w], true)?,
-            w1: g.arg(&format!("w1_{l}"), &[w, w4], true)?,
-            b1: g.arg(&format!("b1_{l}"), &[w4], true)?,
-            w2: g.arg(&format!("w2_{l}"), &[w4, w], true)?,
-            b2: g.arg(&format!("b2_{l}"), &[w], true)?,
-        });
-    }
+    let layers = crate::transformer::layer_params(&mut g, s.depth, w, w4)?;
     // Embeddings: token rows gathered by id, position rows by an iota.
     let idf = g.reshape_typed(ids, &[rows], "ids_flat")?;
     let tok = g.op_typed(OpKind::Gather, &[wte, idf], axis(0), None, "tok")?;

@@ -28,29 +28,7 @@ pub(crate) fn transformer(s: &Sizes) -> Result<Func, BuildError> {
     let mut g = Builder::new("transformer");
     let x = g.arg("x", &[b, sq, w], false)?;
     let t = g.arg("target", &[b, sq, w], false)?;
-    struct Layer {
-        wq: ValueId,
-        wk: ValueId,
-        wv: ValueId,
-        wo: ValueId,
-        w1: ValueId,
-        b1: ValueId,
-        w2: ValueId,
-        b2: ValueId,
-    }
-    let mut layers = Vec::with_capacity(s.depth as usize);
-    for l in 0..s.depth {
-        layers.push(Layer {
-            wq: g.arg(&format!("wq{l}"), &[w, w], true)?,
-            wk: g.arg(&format!("wk{l}"), &[w, w], true)?,
-            wv: g.arg(&format!("wv{l}"), &[w, w], true)?,
-            wo: g.arg(&format!("wo{l}"), &[w, w], true)?,
-            w1: g.arg(&format!("w1_{l}"), &[w, w4], true)?,
-            b1: g.arg(&format!("b1_{l}"), &[w4], true)?,
-            w2: g.arg(&format!("w2_{l}"), &[w4, w], true)?,
-            b2: g.arg(&format!("b2_{l}"), &[w], true)?,
-        });
-    }
+    let layers = layer_params(&mut g, s.depth, w, w4)?;
     let inv_sqrt_d = 1.0 / (d as f32).sqrt();
     let mut h = g.reshape(x, &[rows, w], "h_in")?;
     for (l, p) in layers.iter().enumerate() {
@@ -84,4 +62,35 @@ pub(crate) fn transformer(s: &Sizes) -> Result<Func, BuildError> {
     let y = g.reshape(h, &[b, sq, w], "y")?;
     let loss = g.mse(y, t)?;
     g.finish(loss)
+}
+
+/// One layer's parameters (attention projections, then the 4·W MLP), in
+/// argument order; shared with `gpt`.
+pub(crate) struct Layer {
+    pub wq: ValueId,
+    pub wk: ValueId,
+    pub wv: ValueId,
+    pub wo: ValueId,
+    pub w1: ValueId,
+    pub b1: ValueId,
+    pub w2: ValueId,
+    pub b2: ValueId,
+}
+
+/// Declares `depth` layers' parameters (`wq{l}`, ..., `b2_{l}`).
+pub(crate) fn layer_params(g: &mut Builder, depth: u64, w: u64, w4: u64) -> Result<Vec<Layer>, BuildError> {
+    let mut layers = Vec::with_capacity(depth as usize);
+    for l in 0..depth {
+        layers.push(Layer {
+            wq: g.arg(&format!("wq{l}"), &[w, w], true)?,
+            wk: g.arg(&format!("wk{l}"), &[w, w], true)?,
+            wv: g.arg(&format!("wv{l}"), &[w, w], true)?,
+            wo: g.arg(&format!("wo{l}"), &[w, w], true)?,
+            w1: g.arg(&format!("w1_{l}"), &[w, w4], true)?,
+            b1: g.arg(&format!("b1_{l}"), &[w4], true)?,
+            w2: g.arg(&format!("w2_{l}"), &[w4, w], true)?,
+            b2: g.arg(&format!("b2_{l}"), &[w], true)?,
+        });
+    }
+    Ok(layers)
 }
