@@ -14,54 +14,104 @@
 
 use crate::{BuildError, Sizes};
 use crate::builder::{Builder, mul};
-use ckopt_ir::{Func, OpKind, ValueId};
+use ckopt_ir::{Attr, Attrs, DType, Func, OpKind, TensorType, ValueId, attrs};
 
 pub(crate) fn transformer(s: &Sizes) -> Result<Func, BuildError> {
-    let (b, sq, w, nh) = (s.batch, s.seq, s.width, s.heads);
-    if nh == 0 || w % nh != 0 {
-        return Err(BuildError::HeadsNotDividingWidth { heads: nh, width: w });
-    }
-    let d = w / nh;
-    let w4 = mul(4, w, "4·width")?;
-    let rows = mul(b, sq, "batch·seq")?;
-    let bh = mul(b, nh, "batch·heads")?;
+    let dm = Dims::of(s)?;
+    let (b, sq, w) = (dm.b, dm.sq, dm.w);
     let mut g = Builder::new("transformer");
     let x = g.arg("x", &[b, sq, w], false)?;
     let t = g.arg("target", &[b, sq, w], false)?;
-    let layers = layer_params(&mut g, s.depth, w, w4)?;
-    let inv_sqrt_d = 1.0 / (d as f32).sqrt();
-    let mut h = g.reshape(x, &[rows, w], "h_in")?;
+    let layers = layer_params(&mut g, s.depth, w, dm.w4)?;
+    let mut h = g.reshape(x, &[dm.rows, w], "h_in")?;
     for (l, p) in layers.iter().enumerate() {
-        let n = g.layer_norm(h, &format!("{l}a"))?;
-        let q = g.matmul(n, p.wq, false, &format!("q{l}"))?;
-        let k = g.matmul(n, p.wk, false, &format!("k{l}"))?;
-        let v = g.matmul(n, p.wv, false, &format!("v{l}"))?;
-        let split = |g: &mut Builder, t: ValueId, nm: &str| -> Result<ValueId, BuildError> {
-            let r4 = g.reshape(t, &[b, sq, nh, d], &format!("{nm}{l}_4d"))?;
-            let tr = g.transpose(r4, &[0, 2, 1, 3], &format!("{nm}{l}_t"))?;
-            g.reshape(tr, &[bh, sq, d], &format!("{nm}{l}_heads"))
-        };
-        let qh = split(&mut g, q, "q")?;
-        let kh = split(&mut g, k, "k")?;
-        let vh = split(&mut g, v, "v")?;
-        let sc = g.matmul(qh, kh, true, &format!("scores{l}"))?;
-        let scs = g.scale(sc, inv_sqrt_d, &format!("scaled{l}"))?;
-        let pr = g.softmax_last(scs, &l.to_string())?;
-        let ctx = g.matmul(pr, vh, false, &format!("ctx{l}"))?;
-        let c4 = g.reshape(ctx, &[b, nh, sq, d], &format!("ctx{l}_4d"))?;
-        let ct = g.transpose(c4, &[0, 2, 1, 3], &format!("ctx{l}_t"))?;
-        let cm = g.reshape(ct, &[rows, w], &format!("ctx{l}_rows"))?;
-        let o = g.matmul(cm, p.wo, false, &format!("attn{l}"))?;
-        let h1 = g.binary(OpKind::Add, h, o, &format!("h{l}a"))?;
-        let n2 = g.layer_norm(h1, &format!("{l}b"))?;
-        let f1 = g.linear(n2, p.w1, p.b1, &format!("{l}_ff1"))?;
-        let fr = g.unary(OpKind::Relu, f1, &format!("ff{l}"))?;
-        let f2 = g.linear(fr, p.w2, p.b2, &format!("{l}_ff2"))?;
-        h = g.binary(OpKind::Add, h1, f2, &format!("h{l}"))?;
+        h = block(&mut g, h, p, l, &dm, Block { causal: false, gelu: false })?;
     }
     let y = g.reshape(h, &[b, sq, w], "y")?;
     let loss = g.mse(y, t)?;
     g.finish(loss)
+}
+
+/// The sizes of a transformer-like model (`transformer`, `gpt`).
+pub(crate) struct Dims {
+    pub b: u64,
+    pub sq: u64,
+    pub w: u64,
+    pub nh: u64,
+    pub d: u64,
+    pub w4: u64,
+    pub rows: u64,
+    pub bh: u64,
+}
+
+impl Dims {
+    pub fn of(s: &Sizes) -> Result<Dims, BuildError> {
+        let (b, sq, w, nh) = (s.batch, s.seq, s.width, s.heads);
+        if nh == 0 || w % nh != 0 {
+            return Err(BuildError::HeadsNotDividingWidth { heads: nh, width: w });
+        }
+        Ok(Dims {
+            b,
+            sq,
+            w,
+            nh,
+            d: w / nh,
+            w4: mul(4, w, "4·width")?,
+            rows: mul(b, sq, "batch·seq")?,
+            bh: mul(b, nh, "batch·heads")?,
+        })
+    }
+}
+
+/// How a block differs between the models: a causal mask on the scores
+/// (gpt) and the MLP's activation (GELU for gpt, relu for transformer).
+#[derive(Clone, Copy)]
+pub(crate) struct Block {
+    pub causal: bool,
+    pub gelu: bool,
+}
+
+/// One pre-LayerNorm block on rows `h` `[B·S, W]` (module docs): attention
+/// (with the causal mask `select(iota_row >= iota_col, scores, -inf)` when
+/// asked), then the 4·W MLP, each with its residual.
+pub(crate) fn block(g: &mut Builder, h: ValueId, p: &Layer, l: usize, dm: &Dims, kind: Block) -> Result<ValueId, BuildError> {
+    let (b, sq, nh, d, bh) = (dm.b, dm.sq, dm.nh, dm.d, dm.bh);
+    let n = g.layer_norm(h, &format!("{l}a"))?;
+    let q = g.matmul(n, p.wq, false, &format!("q{l}"))?;
+    let k = g.matmul(n, p.wk, false, &format!("k{l}"))?;
+    let v = g.matmul(n, p.wv, false, &format!("v{l}"))?;
+    let split = |g: &mut Builder, t: ValueId, nm: &str| -> Result<ValueId, BuildError> {
+        let r4 = g.reshape(t, &[b, sq, nh, d], &format!("{nm}{l}_4d"))?;
+        let tr = g.transpose(r4, &[0, 2, 1, 3], &format!("{nm}{l}_t"))?;
+        g.reshape(tr, &[bh, sq, d], &format!("{nm}{l}_heads"))
+    };
+    let qh = split(g, q, "q")?;
+    let kh = split(g, k, "k")?;
+    let vh = split(g, v, "v")?;
+    let sc = g.matmul(qh, kh, true, &format!("scores{l}"))?;
+    let mut scs = g.scale(sc, 1.0 / (d as f32).sqrt(), &format!("scaled{l}"))?;
+    if kind.causal {
+        // Query row i sees key columns j <= i.
+        let shape = [bh, sq, sq];
+        let it = TensorType::new(shape.to_vec(), DType::I64);
+        let row = g.op_typed(OpKind::Iota, &[], attrs([("dim", Attr::Int(1))]), Some(it.clone()), &format!("row{l}"))?;
+        let col = g.op_typed(OpKind::Iota, &[], attrs([("dim", Attr::Int(2))]), Some(it), &format!("col{l}"))?;
+        let mask = g.op_typed(OpKind::Ge, &[row, col], Attrs::new(), None, &format!("causal{l}"))?;
+        let ninf = g.fill(&shape, f32::NEG_INFINITY, &format!("ninf{l}"))?;
+        scs = g.op_typed(OpKind::Select, &[mask, scs, ninf], Attrs::new(), None, &format!("masked{l}"))?;
+    }
+    let pr = g.softmax_last(scs, &l.to_string())?;
+    let ctx = g.matmul(pr, vh, false, &format!("ctx{l}"))?;
+    let c4 = g.reshape(ctx, &[b, nh, sq, d], &format!("ctx{l}_4d"))?;
+    let ct = g.transpose(c4, &[0, 2, 1, 3], &format!("ctx{l}_t"))?;
+    let cm = g.reshape(ct, &[dm.rows, dm.w], &format!("ctx{l}_rows"))?;
+    let o = g.matmul(cm, p.wo, false, &format!("attn{l}"))?;
+    let h1 = g.binary(OpKind::Add, h, o, &format!("h{l}a"))?;
+    let n2 = g.layer_norm(h1, &format!("{l}b"))?;
+    let f1 = g.linear(n2, p.w1, p.b1, &format!("{l}_ff1"))?;
+    let fa = if kind.gelu { g.gelu(f1, &format!("{l}"))? } else { g.unary(OpKind::Relu, f1, &format!("ff{l}"))? };
+    let f2 = g.linear(fa, p.w2, p.b2, &format!("{l}_ff2"))?;
+    g.binary(OpKind::Add, h1, f2, &format!("h{l}"))
 }
 
 /// One layer's parameters (attention projections, then the 4·W MLP), in
