@@ -302,3 +302,63 @@ fn eval_reports_loss_and_accuracy_and_the_plot_draws_them() {
     let svg = std::fs::read_to_string(&plot).unwrap();
     assert!(svg.contains("train loss") && svg.contains("eval loss") && svg.matches("<polyline").count() == 2);
 }
+
+/// Ctrl-C (SIGINT) with `--save`: the run finishes the step under way,
+/// writes a checkpoint of the step it reached and exits at once with an
+/// error naming it; `--resume` from that checkpoint continues exactly as
+/// an uninterrupted run does (AdamW moments, shuffled data over epochs).
+#[test]
+fn ctrl_c_writes_a_last_checkpoint_that_resumes_bit_for_bit() {
+    use std::io::{BufRead, BufReader};
+    let d = tmp("sigint");
+    let ck = model_file(&d, "mlp", &["depth", "3", "width", "16", "batch", "4"]);
+    let data = d.join("train.safetensors");
+    mse_data(&data, 30, 16, 3); // 7 batches per epoch
+    let ckpt = d.join("ckpt");
+    let (ck, data, ckpt_s) = (ck.to_str().unwrap(), data.to_str().unwrap(), ckpt.to_str().unwrap());
+    let common = ["--train", "--data", data, "--optimizer", "adamw", "--lr", "0.01", "--shuffle-seed", "5"];
+    let mut child = Command::new(bin())
+        .args([ck].iter().chain(&common).chain(&["--steps", "1000000", "--save", ckpt_s]))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Let it run some steps (a plain line per step: stdout is not a terminal).
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen = 0;
+    while seen < 9 {
+        let line = lines.next().expect("the run printed its steps").unwrap();
+        if line.starts_with("step ") {
+            seen += 1;
+        }
+    }
+    assert!(!ckpt.join("checkpoint.safetensors").exists(), "no checkpoint before the interrupt (no --save-every)");
+    let sent = std::time::Instant::now();
+    let k = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(k.success());
+    let rest: Vec<String> = lines.map(|l| l.unwrap()).collect();
+    let out = child.wait_with_output().unwrap();
+    let waited = sent.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success(), "an interrupted run exits with an error");
+    assert!(waited.as_secs() < 20, "exited {waited:?} after SIGINT");
+    // "error: interrupted after step K; checkpoint of step K in DIR/checkpoint.safetensors"
+    let at = stderr.find("interrupted after step ").unwrap_or_else(|| panic!("{stderr}"));
+    let k: usize = stderr[at + 23..].split(|c: char| !c.is_ascii_digit()).next().unwrap().parse().unwrap();
+    assert!(stderr.contains(&format!("checkpoint of step {k} in")), "{stderr}");
+    assert!((9..1000000).contains(&k), "stopped at step {k}");
+    eprintln!("interrupted at step {k}, {waited:?} after SIGINT");
+    assert!(rest.iter().any(|l| l.starts_with(&format!("step {k}/"))), "step {k} ran: {rest:?}");
+    let meta: Value = serde_json::from_str(&std::fs::read_to_string(ckpt.join("checkpoint.json")).unwrap()).unwrap();
+    assert_eq!(meta["step"].as_u64(), Some(k as u64));
+    assert_eq!(meta["data"]["epoch"].as_u64(), Some((k / 7) as u64));
+    // The uninterrupted run of k + 6 steps against 6 resumed ones.
+    let (full, resumed) = (d.join("full.json"), d.join("resumed.json"));
+    let total = (k + 6).to_string();
+    ok(&[[ck].as_slice(), &common, &["--steps", &total, "--report", full.to_str().unwrap()]].concat());
+    let o = ok(&[[ck].as_slice(), &common, &["--resume", ckpt_s, "--steps", "6", "--report", resumed.to_str().unwrap()]].concat());
+    assert!(o.contains(&format!("resumed at step {k}")), "{o}");
+    let (full, resumed) = (loss_bits(&report(&full)), loss_bits(&report(&resumed)));
+    assert_eq!(full.len(), k + 6);
+    assert_eq!(resumed, full[k..].to_vec(), "the resumed losses are the uninterrupted run's, bit for bit");
+}
