@@ -20,6 +20,6 @@ pub mod plot;
 pub mod schedule;
 
 pub use data::{DataError, Dataset};
-pub use eval::{EvalResult, Evaluator, eval_function};
+pub use eval::{EvalResult, Evaluator, Target, eval_function};
 pub use job::{JobResult, JobSpec, Observer, Quiet};
 pub use schedule::{Schedule, ScheduleKind};
