@@ -157,8 +157,7 @@ fn every_op_is_in_every_checked_place() {
         if !interp_cases.contains(&variant) {
             miss("interp/tests/ops.rs", &format!("no hand-computed case (no {variant})"));
         }
-        let has_case = backend_cases.contains(&format!("{variant},")) || backend_cases.contains(&format!("{variant} "));
-        if !has_case {
+        if !backend_cases.contains(&variant) {
             miss("lower/src/testcases.rs", &format!("no backend op case (no {variant})"));
         }
     }
