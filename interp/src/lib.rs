@@ -25,4 +25,4 @@ pub use eval::{eval_kind, eval_op};
 pub use exec::{InterpExec, StepExec};
 pub use random::{dropout_keep, random_arg, random_inputs, try_random_inputs};
 pub use run::{RunStats, check_inputs, find_func, run_func, run_func_with_stats};
-pub use tensor::{ShapeError, Tensor};
+pub use tensor::{ShapeError, Tensor, round_to};

@@ -19,7 +19,8 @@
 //!   prologue and epilogue (`ckopt_ir::fusion`). `rows` when the reduced dims
 //!   are the innermost ones (each result element accumulates one contiguous
 //!   run: registers); otherwise results accumulate in memory.
-//! - `Single`: any other op, element by element (pools, concat, ...).
+//! - `Single`: any other op, element by element (pools, concat, gather,
+//!   ...); `cross_entropy_grad` a row of its logits at a time.
 //!
 //! Parallel split: `split` is the extent of the outermost loop the runtime
 //! may cut into ranges for several threads (0: never split). Every element
@@ -133,9 +134,9 @@ pub fn extract(f: &Func, ops: std::ops::RangeInclusive<usize>, internal: &[bool]
     for (j, op) in group.iter().enumerate() {
         let operands: Vec<ValueId> = op.operands.iter().map(|o| map[o]).collect();
         let declared = op.result.filter(|_| op.kind.needs_declared_type()).map(|r| f.ty(r).clone());
-        let r = k.push(op.kind, &operands, semantic_attrs(op), declared, &format!("v{j}"), Loc::unknown()).map_err(|d| {
-            Diag::error(op.loc.clone(), format!("'{}' op cannot form a kernel: {}", op.kind.full_name(), d.message))
-        })?;
+        let r = k
+            .push(op.kind, &operands, semantic_attrs(op), declared, &format!("v{j}"), Loc::unknown())
+            .map_err(|d| Diag::error(op.loc.clone(), format!("'{}' op cannot form a kernel: {}", op.kind.full_name(), d.message)))?;
         if let Some(orig) = op.result {
             map.insert(orig, r);
         }
@@ -177,7 +178,9 @@ pub fn extract(f: &Func, ops: std::ops::RangeInclusive<usize>, internal: &[bool]
     let workspace = match &kind {
         KernelKind::Reduce { reduce, rows: false } => {
             let r = k.body[*reduce].result.unwrap_or(ValueId(0));
-            if rets.contains(&r) { 0 } else { k.ty(r).bytes() }
+            // f32 accumulators: the result's own buffer when it is a stored f32.
+            let t = k.ty(r);
+            if rets.contains(&r) && t.dtype == ckopt_ir::DType::F32 { 0 } else { t.elems().saturating_mul(4) }
         }
         _ => 0,
     };
@@ -202,7 +205,11 @@ fn iteration(k: &Func, kind: &KernelKind) -> (u64, u64) {
         }
         KernelKind::Single => {
             let n = k.result_types.first().map(|t| t.elems()).unwrap_or(0);
-            (n, n)
+            // cross_entropy_grad runs a row of the logits at a time.
+            match k.body.first() {
+                Some(op) if op.kind == OpKind::CrossEntropyGrad => (k.result_types[0].shape.first().copied().unwrap_or(0), n),
+                _ => (n, n),
+            }
         }
     }
 }

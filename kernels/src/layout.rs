@@ -11,8 +11,10 @@
 //! `{ck.donate}` argument lives in that argument's buffer.
 //!
 //! Checks (each a located error that names the function or the op): the
-//! function is planned; every value is f32 (the only element type the kernels
-//! implement); every op result fits inside the arena and is 4-byte aligned.
+//! function is planned; every op result fits inside the arena and is aligned
+//! to its element size (8 bytes for i64, 4 for f32/i32, 2 for bf16/f16; an
+//! i1 element is stored as one byte). Every element type is laid out; a
+//! backend that computes f32 only (cuda) checks that itself (`check_f32_only`).
 //! Complexity: O(ops + values).
 
 use ckopt_ir::fusion::{analyze, buffer_roots};
@@ -69,12 +71,31 @@ fn unplanned(f: &Func, what: &str) -> String {
 }
 
 /// Errors at `loc` unless `ty` is f32 (`what` names the value).
-fn check_f32(ty: &TensorType, loc: &Loc, what: impl FnOnce() -> String) -> Result<(), Diag> {
+pub fn check_f32(ty: &TensorType, loc: &Loc, what: impl FnOnce() -> String) -> Result<(), Diag> {
     if ty.dtype == DType::F32 {
         Ok(())
     } else {
         Err(Diag::error(loc.clone(), format!("{}: element type {} is not supported by the lowering (f32 only)", what(), ty.dtype.name())))
     }
+}
+
+/// Errors at the first op (or the function, for an argument) of `f` that
+/// reads or produces a value whose element type is not f32: the check of a
+/// backend whose kernels compute f32 only (cuda).
+pub fn check_f32_only(f: &Func) -> Result<(), Diag> {
+    for (i, p) in f.params.iter().enumerate() {
+        check_f32(f.ty(p.value), &f.loc, || format!("argument {i} (%{}) of @{}", f.name_of(p.value), f.name))?;
+    }
+    for op in &f.body {
+        let opname = op.kind.full_name();
+        for &o in &op.operands {
+            check_f32(f.ty(o), &op.loc, || format!("'{opname}' op operand %{}", f.name_of(o)))?;
+        }
+        if let Some(r) = op.result {
+            check_f32(f.ty(r), &op.loc, || format!("'{opname}' op result"))?;
+        }
+    }
+    Ok(())
 }
 
 /// Computes the layout of a planned function, or a located error.
@@ -84,8 +105,8 @@ pub fn layout(f: &Func) -> Result<Layout, Diag> {
         .get(ATTR_ARENA_BYTES)
         .and_then(|a| a.as_int())
         .ok_or_else(|| Diag::error(f.loc.clone(), unplanned(f, "it has no ck.arena_bytes")))?;
-    let arena_bytes = u64::try_from(arena)
-        .map_err(|_| Diag::error(f.loc.clone(), format!("function @{}: negative ck.arena_bytes {arena}", f.name)))?;
+    let arena_bytes =
+        u64::try_from(arena).map_err(|_| Diag::error(f.loc.clone(), format!("function @{}: negative ck.arena_bytes {arena}", f.name)))?;
     let mut place: Vec<Option<Place>> = vec![None; f.values.len()];
     let fusion = analyze(f);
     let roots = buffer_roots(f);
@@ -98,12 +119,8 @@ pub fn layout(f: &Func) -> Result<Layout, Diag> {
     };
     for op in &f.body {
         let opname = op.kind.full_name();
-        for &o in &op.operands {
-            check_f32(f.ty(o), &op.loc, || format!("'{opname}' op operand %{}", f.name_of(o)))?;
-        }
         let Some(r) = op.result else { continue };
         let ty = f.ty(r);
-        check_f32(ty, &op.loc, || format!("'{opname}' op result"))?;
         if !fusion.materialized(r) {
             continue;
         }
@@ -114,8 +131,7 @@ pub fn layout(f: &Func) -> Result<Layout, Diag> {
         let off = op.int_attr(ATTR_OFFSET).ok_or_else(|| {
             Diag::error(op.loc.clone(), format!("'{opname}' op has no ck.offset: {}", unplanned(f, "a result without ck.offset")))
         })?;
-        let off = u64::try_from(off)
-            .map_err(|_| Diag::error(op.loc.clone(), format!("'{opname}' op has a negative ck.offset {off}")))?;
+        let off = u64::try_from(off).map_err(|_| Diag::error(op.loc.clone(), format!("'{opname}' op has a negative ck.offset {off}")))?;
         let end = off.checked_add(ty.bytes());
         if end.is_none_or(|e| e > arena_bytes) {
             return Err(Diag::error(
@@ -127,21 +143,19 @@ pub fn layout(f: &Func) -> Result<Layout, Diag> {
                 ),
             ));
         }
-        if off % 4 != 0 {
-            return Err(Diag::error(op.loc.clone(), format!("'{opname}' op: ck.offset {off} is not 4-byte aligned")));
+        let align = ty.dtype.bytes();
+        if off % align != 0 {
+            return Err(Diag::error(op.loc.clone(), format!("'{opname}' op: ck.offset {off} is not {align}-byte aligned")));
         }
         place[r.index()] = Some(Place { buf: Buf::Arena, offset: off });
     }
     let mut inputs = Vec::with_capacity(f.params.len());
     for (i, p) in f.params.iter().enumerate() {
         let ty = f.ty(p.value);
-        check_f32(ty, &f.loc, || format!("argument {i} (%{}) of @{}", f.name_of(p.value), f.name))?;
         inputs.push(ty.clone());
         place[p.value.index()] = Some(Place { buf: Buf::Input(i), offset: 0 });
     }
-    let ret = f
-        .return_op()
-        .ok_or_else(|| Diag::error(f.loc.clone(), format!("function @{} does not end with ck.return", f.name)))?;
+    let ret = f.return_op().ok_or_else(|| Diag::error(f.loc.clone(), format!("function @{} does not end with ck.return", f.name)))?;
     let mut outputs = Vec::with_capacity(ret.operands.len());
     for &v in &ret.operands {
         let p = place[v.index()]
@@ -192,14 +206,18 @@ mod tests {
     }
 
     #[test]
-    fn f16_is_rejected_naming_the_op() {
+    fn f16_is_laid_out_and_rejected_by_the_f32_only_check_naming_the_op() {
         let mut f = Func::new("h", Loc::unknown());
         let x = f.add_param("x", TensorType::new(vec![2], DType::F16), false);
         let y = f.push(OpKind::Neg, &[x], Attrs::new(), None, "y", Loc::unknown()).unwrap();
         f.push_return(&[y], Loc::unknown());
         f.attrs.insert(ATTR_ARENA_BYTES.into(), Attr::Int(8));
         f.body[0].attrs.insert(ATTR_OFFSET.into(), Attr::Int(0));
-        let e = layout(&f).unwrap_err();
+        assert!(layout(&f).is_ok());
+        let e = check_f32_only(&f).unwrap_err();
         assert!(e.message.contains("f16 is not supported"), "{}", e.message);
+        f.body[0].attrs.insert(ATTR_OFFSET.into(), Attr::Int(1));
+        let e = layout(&f).unwrap_err();
+        assert!(e.message.contains("not 2-byte aligned"), "{}", e.message);
     }
 }

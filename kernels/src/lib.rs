@@ -22,5 +22,5 @@ pub mod program;
 
 pub use bundle::{Bundle, BundleError, CudaKernel, Launch, TrainSig};
 pub use kernel::{Kernel, KernelCache, KernelKind};
-pub use layout::{Buf, Layout, Place, is_planned, layout};
+pub use layout::{Buf, Layout, Place, check_f32_only, is_planned, layout};
 pub use program::{ArgInfo, BufId, Conv, ConvKind, Gemm, OpRef, ResultInfo, Slot, Step, StepProgram, build_program};

@@ -10,7 +10,7 @@
 //!
 //! Built by `build_program` from a function that memplan planned (and,
 //! optionally, `fuse` grouped). Checks, each an error naming the op: the
-//! function is planned and f32; every slot lies inside its buffer; a kernel
+//! function is planned; GEMMs and convolutions are f32; every slot lies inside its buffer; a kernel
 //! output that overlaps an input is exactly that input's bytes and the
 //! kernel reads it element by element (else the kernel would read bytes it
 //! has overwritten); GEMM sizes fit the backends' 32-bit limits.
@@ -127,9 +127,19 @@ impl Conv {
 pub enum Step {
     /// Kernel `kernel` of the cache on `args`: inputs, outputs, then the
     /// workspace if the kernel needs one.
-    Kernel { kernel: u32, args: Vec<Slot>, op: OpRef },
-    Gemm { gemm: Gemm, op: OpRef },
-    Conv { conv: Conv, op: OpRef },
+    Kernel {
+        kernel: u32,
+        args: Vec<Slot>,
+        op: OpRef,
+    },
+    Gemm {
+        gemm: Gemm,
+        op: OpRef,
+    },
+    Conv {
+        conv: Conv,
+        op: OpRef,
+    },
 }
 
 impl Step {
@@ -194,9 +204,9 @@ fn op_ref(f: &Func, i: usize, group: &[Op]) -> OpRef {
 }
 
 fn slot_of(f: &Func, l: &Layout, v: ValueId, op: &Op) -> Result<Slot, Diag> {
-    let p: Place = l.place_of(v).ok_or_else(|| {
-        Diag::error(op.loc.clone(), format!("'{}' op reads %{} which has no storage", op.kind.full_name(), f.name_of(v)))
-    })?;
+    let p: Place = l
+        .place_of(v)
+        .ok_or_else(|| Diag::error(op.loc.clone(), format!("'{}' op reads %{} which has no storage", op.kind.full_name(), f.name_of(v))))?;
     Ok(Slot { buf: p.buf.into(), offset: p.offset, bytes: f.ty(v).bytes() })
 }
 
@@ -306,6 +316,14 @@ pub fn build_program(f: &Func, cache: &mut KernelCache) -> Result<StepProgram, D
         }
         let group = &f.body[s..=e];
         let oref = op_ref(f, s, group);
+        if matches!(op.kind, OpKind::Matmul | OpKind::Conv2d | OpKind::Conv2dGradInput | OpKind::Conv2dGradFilter) && s == e {
+            // The GEMM and convolution library calls compute f32 only.
+            for &v in op.operands.iter().chain(op.result.iter()) {
+                crate::layout::check_f32(f.ty(v), &op.loc, || {
+                    format!("'{}' op value %{} (the GEMM library call)", op.kind.full_name(), f.name_of(v))
+                })?;
+            }
+        }
         match op.kind {
             OpKind::Matmul if s == e => {
                 let g = gemm_of(f, &l, op)?;

@@ -35,14 +35,14 @@ use crate::error::LowerError;
 use crate::mlir::{Mlir, to_llvm_ir};
 use crate::vemit::{Comp, VEm};
 use ckopt_ir::ops::attr_ints;
-use ckopt_ir::{Diag, Func, Loc, OpKind, ValueId};
+use ckopt_ir::{DType, Diag, Func, Loc, OpKind, ValueId};
 use ckopt_kernels::{Kernel, KernelCache, KernelKind};
 use melior::ExecutionEngine;
 use std::collections::HashSet;
 use std::fmt::Write;
 
 /// MLIR pipeline from the kernels module to the LLVM dialect.
-pub const CPU_PIPELINE: &str = "builtin.module(convert-scf-to-cf,convert-math-to-llvm,convert-math-to-libm,convert-vector-to-llvm,\
+pub const CPU_PIPELINE: &str = "builtin.module(arith-expand{include-bf16=true},convert-scf-to-cf,convert-math-to-llvm,convert-math-to-libm,convert-vector-to-llvm,\
 expand-strided-metadata,lower-affine,finalize-memref-to-llvm,convert-arith-to-llvm,convert-index-to-llvm,\
 convert-cf-to-llvm,convert-func-to-llvm{use-bare-ptr-memref-call-conv=1},reconcile-unrealized-casts)";
 
@@ -85,7 +85,7 @@ pub fn kernel_symbol(i: usize) -> String {
 }
 
 fn memref(n: u64) -> String {
-    format!("memref<{n}xf32>")
+    emit::memref_ty(n)
 }
 
 /// The body of one `scf.for`: (emitter, induction variable, carried values)
@@ -110,6 +110,8 @@ struct KFn<'a> {
     ins: Vec<String>,
     /// Memref names and element counts of its outputs.
     outs: Vec<(String, u64)>,
+    /// Element type of each output.
+    out_dt: Vec<DType>,
     ws: Option<(String, u64)>,
 }
 
@@ -221,7 +223,7 @@ fn loop_kernel(em: &mut Em, kf: &KFn, shape: &[u64], flat: bool) -> Result<(), D
         let at = if flat && idx.len() == 1 { idx[0].clone() } else { v.linearize(idx, shape) };
         for (j, val) in vals.iter().enumerate() {
             let (m, n) = &kf.outs[j];
-            v.store(m, *n, &at, val)?;
+            v.store_typed(m, *n, kf.out_dt[j], &at, val)?;
         }
         Ok(())
     })
@@ -268,7 +270,7 @@ fn reduce_kernel(em: &mut Em, kf: &KFn, reduce: usize, rows: bool) -> Result<(),
         for &j in &pro {
             let val = v.value(outs[j], idx)?;
             let (m, n) = &kf.outs[j];
-            v.store(m, *n, &at, &val)?;
+            v.store_typed(m, *n, kf.out_dt[j], &at, &val)?;
         }
         Ok(())
     };
@@ -372,22 +374,27 @@ fn reduce_kernel(em: &mut Em, kf: &KFn, reduce: usize, rows: bool) -> Result<(),
             let kind = if sum { "add" } else { "maxnumf" };
             let total = em.op(&format!("vector.reduction <{kind}>, {accv}, {accs} : vector<{w}xf32> into f32"));
             // Epilogue at the result index (scalar).
+            let total = emit::round_reg(em, &total, func.ty(r).dtype, 1);
             let mut v = VEm::new(em, func, 1, &kf.ins);
             v.given.insert(r, total);
             let at = v.linearize(kidx, &r_shape);
             for &j in &epi {
                 let val = v.value(outs[j], kidx)?;
                 let (m, nn) = &kf.outs[j];
-                v.store(m, *nn, &at, &val)?;
+                v.store_typed(m, *nn, kf.out_dt[j], &at, &val)?;
             }
             Ok(())
         })
     } else {
         // Accumulate in memory: r's own output, else the workspace.
         let rn: u64 = r_shape.iter().product();
-        let acc_mem = match outs.iter().position(|&o| o == r) {
+        // (an f32 accumulator: a low-precision result accumulates in the workspace)
+        let own = outs.iter().position(|&o| o == r).filter(|_| func.ty(r).dtype == DType::F32);
+        let acc_mem = match own {
             Some(j) => kf.outs[j].0.clone(),
-            None => kf.ws.as_ref().map(|(m, _)| m.clone()).ok_or_else(|| Diag::error(Loc::unknown(), "column reduction without workspace"))?,
+            None => {
+                kf.ws.as_ref().map(|(m, _)| m.clone()).ok_or_else(|| Diag::error(Loc::unknown(), "column reduction without workspace"))?
+            }
         };
         // 1. init
         let c0 = em.op("arith.constant 0 : index");
@@ -414,7 +421,7 @@ fn reduce_kernel(em: &mut Em, kf: &KFn, reduce: usize, rows: bool) -> Result<(),
             v.store(&acc_mem, rn, &at, &new)
         })?;
         // 3. epilogue over the result shape
-        let others: Vec<usize> = epi.iter().copied().filter(|&j| outs[j] != r).collect();
+        let others: Vec<usize> = epi.iter().copied().filter(|&j| Some(j) != own).collect();
         if !others.is_empty() {
             let lo = em.op("arith.constant 0 : index");
             let hi = em.op(&format!("arith.constant {} : index", r_shape.first().copied().unwrap_or(1)));
@@ -422,11 +429,12 @@ fn reduce_kernel(em: &mut Em, kf: &KFn, reduce: usize, rows: bool) -> Result<(),
                 let mut v = VEm::new(em, func, l, &kf.ins);
                 let at = v.linearize(idx, &r_shape);
                 let acc = v.load_mem(&acc_mem, rn, &at);
+                let acc = emit::round_reg(v.em, &acc, func.ty(r).dtype, l);
                 v.given.insert(r, acc);
                 for &j in &others {
                     let val = v.value(outs[j], idx)?;
                     let (m, n) = &kf.outs[j];
-                    v.store(m, *n, &at, &val)?;
+                    v.store_typed(m, *n, kf.out_dt[j], &at, &val)?;
                 }
                 Ok(())
             })?;
@@ -444,14 +452,20 @@ fn single_kernel(em: &mut Em, kf: &KFn) -> Result<(), Diag> {
         .iter()
         .map(|o| {
             let p = func.params.iter().position(|p| p.value == *o).unwrap_or(0);
-            Mem { name: kf.ins[p].clone(), n: func.ty(*o).elems() }
+            Mem { name: kf.ins[p].clone(), n: func.ty(*o).elems(), dt: func.ty(*o).dtype }
         })
         .collect();
     let (m, n) = kf.outs[0].clone();
+    let out = Mem { name: m, n, dt: kf.out_dt[0] };
+    if let Some(rows) = emit::row_op(op) {
+        // Ops computed a row at a time (the split loop runs over rows).
+        let _ = rows;
+        return emit::rows(em, func, op, &ins, &out, "%lo", "%hi");
+    }
     let one = em.op("arith.constant 1 : index");
     for_loop(em, "%lo", "%hi", &one, &[], &mut |em, iv, _| {
         let v = emit::element(em, func, op, &ins, iv)?;
-        em.line(&format!("memref.store {v}, {m}[{iv}] : {}", memref(n)));
+        em.store(&out, iv, &v);
         Ok(vec![])
     })?;
     Ok(())
@@ -462,16 +476,21 @@ pub fn kernel_mlir(name: &str, k: &Kernel, w: usize) -> Result<String, Diag> {
     let func = &k.func;
     let ins: Vec<String> = (0..func.params.len()).map(|i| format!("%in{i}")).collect();
     let outs: Vec<(String, u64)> = func.result_types.iter().enumerate().map(|(j, t)| (format!("%out{j}"), t.elems())).collect();
+    let out_dt: Vec<DType> = func.result_types.iter().map(|t| t.dtype).collect();
     let ws = (k.workspace > 0).then(|| ("%ws".to_string(), k.workspace / 4));
-    let mut params: Vec<String> =
-        func.params.iter().enumerate().map(|(i, p)| format!("{}: {}", ins[i], memref(func.ty(p.value).elems()))).collect();
-    params.extend(outs.iter().map(|(m, n)| format!("{m}: {}", memref(*n))));
+    let mut params: Vec<String> = func
+        .params
+        .iter()
+        .enumerate()
+        .map(|(i, p)| format!("{}: {}", ins[i], emit::memref_of(func.ty(p.value).elems(), func.ty(p.value).dtype)))
+        .collect();
+    params.extend(outs.iter().zip(&out_dt).map(|((m, n), dt)| format!("{m}: {}", emit::memref_of(*n, *dt))));
     if let Some((m, n)) = &ws {
         params.push(format!("{m}: {}", memref(*n)));
     }
     params.push("%lo: index".into());
     params.push("%hi: index".into());
-    let kf = KFn { k, w, ins, outs, ws };
+    let kf = KFn { k, w, ins, outs, out_dt, ws };
     let mut em = Em::new("t", 2);
     match &k.kind {
         KernelKind::Loop { shape, flat } => loop_kernel(&mut em, &kf, shape, *flat)?,
@@ -580,7 +599,9 @@ impl CpuKernels {
     /// for (its inputs, outputs, workspace), valid for the call; ranges
     /// given to concurrent calls must not overlap.
     pub unsafe fn call(&self, k: usize, ptrs: &[*mut f32], lo: i64, hi: i64) -> Result<(), LowerError> {
-        let Some(&(f, n)) = self.ptrs.get(k) else { return Err(LowerError::NoKernel(k)) };
+        let Some(&(f, n)) = self.ptrs.get(k) else {
+            return Err(LowerError::NoKernel(k));
+        };
         if ptrs.len() != n {
             return Err(LowerError::Arity { kernel: k, takes: n, given: ptrs.len() });
         }
@@ -608,20 +629,48 @@ impl CpuKernels {
                 17 => call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16),
                 18 => call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17),
                 19 => call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18),
-                20 => call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19),
-                21 => call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20),
-                22 => call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21),
-                23 => call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22),
-                24 => call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23),
-                25 => call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24),
-                26 => call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25),
-                27 => call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26),
-                28 => call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27),
-                29 => call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28),
-                30 => call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29),
-                31 => call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30),
-                32 => call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31),
-                _ => return Err(LowerError::TooManyPointers { kernel: k, takes: n, max: MAX_KERNEL_PTRS }),
+                20 => {
+                    call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19)
+                }
+                21 => {
+                    call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20)
+                }
+                22 => {
+                    call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21)
+                }
+                23 => {
+                    call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22)
+                }
+                24 => {
+                    call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23)
+                }
+                25 => {
+                    call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24)
+                }
+                26 => {
+                    call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25)
+                }
+                27 => {
+                    call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26)
+                }
+                28 => {
+                    call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27)
+                }
+                29 => {
+                    call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28)
+                }
+                30 => {
+                    call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29)
+                }
+                31 => {
+                    call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30)
+                }
+                32 => {
+                    call_arity!(f, ptrs, lo, hi, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31)
+                }
+                _ => {
+                    return Err(LowerError::TooManyPointers { kernel: k, takes: n, max: MAX_KERNEL_PTRS });
+                }
             }
         }
         Ok(())

@@ -652,7 +652,7 @@ fn single_kernel(i: usize, k: &Kernel) -> Result<KernelCode, Diag> {
         .iter()
         .map(|o| {
             let q = func.params.iter().position(|pp| pp.value == *o).unwrap_or(0);
-            Mem { name: p.ins[q].clone(), n: func.ty(*o).elems() }
+            Mem { name: p.ins[q].clone(), n: func.ty(*o).elems(), dt: func.ty(*o).dtype }
         })
         .collect();
     let (m, n) = p.outs.first().cloned().ok_or_else(|| err(format!("'{}' kernel without output", op.kind.full_name())))?;

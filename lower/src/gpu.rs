@@ -55,10 +55,7 @@ fn uses_math(k: OpKind) -> bool {
 }
 
 fn resolve_libdevice(opts: &CudaOptions) -> Option<PathBuf> {
-    opts.libdevice
-        .clone()
-        .or_else(|| std::env::var_os("CKOPT_LIBDEVICE").map(PathBuf::from))
-        .filter(|p| p.is_file())
+    opts.libdevice.clone().or_else(|| std::env::var_os("CKOPT_LIBDEVICE").map(PathBuf::from)).filter(|p| p.is_file())
 }
 
 /// The NVVM pipeline for compute capability `sm` (libdevice linked when given).
@@ -72,10 +69,36 @@ gpu-module-to-binary{{format=isa}})"
     )
 }
 
+/// Errors at the first op of `f` the cuda kernels do not compute: they are
+/// f32 only (docs/cuda.md), so a value of another element type or a mixed
+/// element-type op (indexing, comparisons, select, cast, iota, the
+/// integer-label loss) is refused, naming the op.
+fn cuda_supported(f: &Func) -> Result<(), Diag> {
+    let cuda = |d: Diag| Diag { message: d.message.replace("by the lowering", "by the cuda lowering"), ..d };
+    for op in &f.body {
+        if op.kind.elem_class() == ckopt_ir::ops::ElemClass::Mixed {
+            return Err(Diag::error(
+                op.loc.clone(),
+                format!(
+                    "'{}' op is not supported by the cuda lowering (f32 only; run it on the cpu backend or the interpreter)",
+                    op.kind.full_name()
+                ),
+            ));
+        }
+    }
+    ckopt_kernels::check_f32_only(f).map_err(cuda)
+}
+
 /// The step programs of `funcs` and the kernels they share.
 pub fn programs_of(funcs: &[&Func]) -> Result<(Vec<StepProgram>, KernelCache), Diag> {
     let mut cache = KernelCache::new();
-    let programs = funcs.iter().map(|f| build_program(f, &mut cache)).collect::<Result<Vec<_>, _>>()?;
+    let programs = funcs
+        .iter()
+        .map(|f| {
+            cuda_supported(f)?;
+            build_program(f, &mut cache)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     Ok((programs, cache))
 }
 
@@ -113,9 +136,8 @@ pub fn compile_bundle(funcs: &[&Func], opts: &CudaOptions) -> Result<Bundle, Dia
         return Err(Diag::error(Default::default(), "no function to compile for cuda"));
     };
     let (programs, cache) = programs_of(funcs)?;
-    let (text, kernels) = cuda_kernels_mlir(&cache, &programs).map_err(|d| {
-        if d.loc.is_known() { d } else { Diag::error(first.loc.clone(), d.message) }
-    })?;
+    let (text, kernels) =
+        cuda_kernels_mlir(&cache, &programs).map_err(|d| if d.loc.is_known() { d } else { Diag::error(first.loc.clone(), d.message) })?;
     let libdevice = resolve_libdevice(opts);
     let math = cache.kernels.iter().any(|k| k.func.body.iter().any(|o| uses_math(o.kind)));
     if libdevice.is_none() && math {
@@ -184,8 +206,7 @@ pub fn bundle_ptx_text(b: &Bundle) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "// ckopt cuda module for sm_{}: {} kernels", b.sm, b.kernels.len());
     for (i, k) in b.kernels.iter().enumerate() {
-        let l: Vec<String> =
-            k.launches.iter().map(|l| format!("{} grid {:?} block {:?}", l.entry, l.grid, l.block)).collect();
+        let l: Vec<String> = k.launches.iter().map(|l| format!("{} grid {:?} block {:?}", l.entry, l.grid, l.block)).collect();
         let scratch = if k.scratch_bytes > 0 { format!(", scratch {} bytes", k.scratch_bytes) } else { String::new() };
         let _ = writeln!(s, "// kernel {i}: {}{scratch}: {}", k.what, l.join(", then "));
     }

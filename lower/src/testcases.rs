@@ -9,7 +9,7 @@
 #![allow(clippy::unwrap_used)]
 
 use ckopt_ir::ops::{ATTR_ARENA_BYTES, ATTR_OFFSET};
-use ckopt_ir::{Attr, Attrs, Func, Loc, OpKind, TensorType, ValueId, attrs};
+use ckopt_ir::{Attr, Attrs, DType, Func, Loc, OpKind, TensorType, ValueId, attrs};
 
 /// Gives every op result its own 64-byte-aligned slot.
 pub fn naive_plan(f: &mut Func) {
@@ -73,23 +73,34 @@ pub fn op_cases() -> Vec<Func> {
         f.push(OpKind::Broadcast, &[a[0]], attrs([("dims", Attr::IntArray(vec![]))]), Some(t(&[2, 3])), "y", u()).unwrap()
     });
     for (nm, dims) in [("reduce_sum", vec![1]), ("reduce_sum_all", vec![0, 1, 2]), ("reduce_sum_02", vec![0, 2])] {
-        case(nm, &[t(&[3, 4, 5])], &|f, a| f.push(OpKind::ReduceSum, &[a[0]], attrs([("dims", Attr::IntArray(dims.clone()))]), None, "y", u()).unwrap());
+        case(nm, &[t(&[3, 4, 5])], &|f, a| {
+            f.push(OpKind::ReduceSum, &[a[0]], attrs([("dims", Attr::IntArray(dims.clone()))]), None, "y", u()).unwrap()
+        });
     }
-    case("reduce_max", &[t(&[3, 4, 5])], &|f, a| f.push(OpKind::ReduceMax, &[a[0]], attrs([("dims", Attr::IntArray(vec![2]))]), None, "y", u()).unwrap());
-    case("transpose", &[t(&[2, 3, 4])], &|f, a| f.push(OpKind::Transpose, &[a[0]], attrs([("perm", Attr::IntArray(vec![2, 0, 1]))]), None, "y", u()).unwrap());
+    case("reduce_max", &[t(&[3, 4, 5])], &|f, a| {
+        f.push(OpKind::ReduceMax, &[a[0]], attrs([("dims", Attr::IntArray(vec![2]))]), None, "y", u()).unwrap()
+    });
+    case("transpose", &[t(&[2, 3, 4])], &|f, a| {
+        f.push(OpKind::Transpose, &[a[0]], attrs([("perm", Attr::IntArray(vec![2, 0, 1]))]), None, "y", u()).unwrap()
+    });
     case("reshape", &[t(&[2, 6])], &|f, a| f.push(OpKind::Reshape, &[a[0]], Attrs::new(), Some(t(&[3, 4])), "y", u()).unwrap());
-    case("slice", &[t(&[5, 6])], &|f, a| f.push(OpKind::Slice, &[a[0]], attrs([("offsets", Attr::IntArray(vec![1, 2]))]), Some(t(&[3, 3])), "y", u()).unwrap());
+    case("slice", &[t(&[5, 6])], &|f, a| {
+        f.push(OpKind::Slice, &[a[0]], attrs([("offsets", Attr::IntArray(vec![1, 2]))]), Some(t(&[3, 3])), "y", u()).unwrap()
+    });
     case("concat", &[t(&[2, 3]), t(&[2, 1]), t(&[2, 2])], &|f, a| {
         f.push(OpKind::Concat, a, attrs([("dim", Attr::Int(1))]), None, "y", u()).unwrap()
     });
     case("concat_single", &[t(&[2, 3])], &|f, a| f.push(OpKind::Concat, a, attrs([("dim", Attr::Int(0))]), None, "y", u()).unwrap());
     case("matmul", &[t(&[3, 4]), t(&[4, 5])], &|f, a| f.push(OpKind::Matmul, &[a[0], a[1]], Attrs::new(), None, "y", u()).unwrap());
     case("matmul_tt_batched", &[t(&[2, 4, 3]), t(&[2, 5, 4])], &|f, a| {
-        f.push(OpKind::Matmul, &[a[0], a[1]], attrs([("transpose_a", Attr::Bool(true)), ("transpose_b", Attr::Bool(true))]), None, "y", u()).unwrap()
+        f.push(OpKind::Matmul, &[a[0], a[1]], attrs([("transpose_a", Attr::Bool(true)), ("transpose_b", Attr::Bool(true))]), None, "y", u())
+            .unwrap()
     });
     let conv = || attrs([("stride", Attr::IntArray(vec![2, 1])), ("padding", Attr::IntArray(vec![1, 1]))]);
     case("conv2d", &[t(&[2, 3, 6, 5]), t(&[4, 3, 3, 3])], &|f, a| f.push(OpKind::Conv2d, &[a[0], a[1]], conv(), None, "y", u()).unwrap());
-    case("conv2d_nopad", &[t(&[1, 2, 5, 5]), t(&[3, 2, 2, 2])], &|f, a| f.push(OpKind::Conv2d, &[a[0], a[1]], Attrs::new(), None, "y", u()).unwrap());
+    case("conv2d_nopad", &[t(&[1, 2, 5, 5]), t(&[3, 2, 2, 2])], &|f, a| {
+        f.push(OpKind::Conv2d, &[a[0], a[1]], Attrs::new(), None, "y", u()).unwrap()
+    });
     // conv2d of [2,3,6,5] with [4,3,3,3], stride [2,1], pad [1,1] -> [2,4,3,5]
     case("conv2d_grad_input", &[t(&[2, 4, 3, 5]), t(&[4, 3, 3, 3])], &|f, a| {
         f.push(OpKind::Conv2dGradInput, &[a[0], a[1]], conv(), Some(t(&[2, 3, 6, 5])), "y", u()).unwrap()
@@ -120,3 +131,104 @@ pub fn op_cases() -> Vec<Func> {
     out
 }
 
+fn ty(s: &[u64], dt: DType) -> TensorType {
+    TensorType::new(s.to_vec(), dt)
+}
+
+/// One function per mixed element-type op (indexing, comparisons, logic,
+/// select, cast between every pair of element types, iota, the
+/// integer-label loss) and a few fused mixes: what the cpu backend lowers
+/// beyond f32 (cuda computes f32 only, so these are cpu cases). Index and
+/// label operands are meant to be filled with values in `[0, 3)` (every
+/// bound here is at least 3), labels with some `-100` (ignored).
+pub fn mixed_op_cases() -> Vec<Func> {
+    use DType::*;
+    let mut out = Vec::new();
+    let mut case = |name: &str, args: &[TensorType], build: &dyn Fn(&mut Func, &[ValueId]) -> ValueId| {
+        let mut f = Func::new(name, Loc::unknown());
+        let vs: Vec<ValueId> = args.iter().enumerate().map(|(i, ty)| f.add_param(format!("a{i}"), ty.clone(), false)).collect();
+        let r = build(&mut f, &vs);
+        f.push_return(&[r], Loc::unknown());
+        out.push(f);
+    };
+    let u = Loc::unknown;
+    let ax = |a: i64| attrs([("axis", Attr::Int(a))]);
+    for (nm, idx_dt) in [("gather_i64", I64), ("gather_i32", I32)] {
+        case(nm, &[ty(&[4, 3, 5], F32), ty(&[2, 3], idx_dt)], &|f, a| {
+            f.push(OpKind::Gather, &[a[0], a[1]], ax(1), None, "y", u()).unwrap()
+        });
+    }
+    case("gather_embedding", &[ty(&[6, 16], BF16), ty(&[2, 5], I64)], &|f, a| {
+        f.push(OpKind::Gather, &[a[0], a[1]], ax(0), None, "y", u()).unwrap()
+    });
+    case("gather_grad", &[ty(&[2, 7], I64), ty(&[4, 2, 7, 5], F32)], &|f, a| {
+        f.push(OpKind::GatherGrad, &[a[0], a[1]], ax(1), Some(ty(&[4, 3, 5], F32)), "y", u()).unwrap()
+    });
+    case("take_along", &[ty(&[3, 4, 5], F32), ty(&[3, 2, 5], I64)], &|f, a| {
+        f.push(OpKind::TakeAlong, &[a[0], a[1]], ax(1), None, "y", u()).unwrap()
+    });
+    case("take_along_grad", &[ty(&[3, 6, 5], I32), ty(&[3, 6, 5], F32)], &|f, a| {
+        f.push(OpKind::TakeAlongGrad, &[a[0], a[1]], ax(1), Some(ty(&[3, 4, 5], F32)), "y", u()).unwrap()
+    });
+    for k in [OpKind::Ge, OpKind::Eq, OpKind::Ne, OpKind::Lt, OpKind::Le, OpKind::Gt] {
+        case(&format!("{}_f32", k.name()), &[ty(&[3, 11], F32), ty(&[3, 11], F32)], &|f, a| {
+            f.push(k, &[a[0], a[1]], Attrs::new(), None, "y", u()).unwrap()
+        });
+        case(&format!("{}_i64", k.name()), &[ty(&[3, 11], I64), ty(&[3, 11], I64)], &|f, a| {
+            f.push(k, &[a[0], a[1]], Attrs::new(), None, "y", u()).unwrap()
+        });
+    }
+    case("ne_i1", &[ty(&[19], I1), ty(&[19], I1)], &|f, a| f.push(OpKind::Ne, &[a[0], a[1]], Attrs::new(), None, "y", u()).unwrap());
+    for k in [OpKind::Or, OpKind::And] {
+        case(k.name(), &[ty(&[2, 13], I1), ty(&[2, 13], I1)], &|f, a| f.push(k, &[a[0], a[1]], Attrs::new(), None, "y", u()).unwrap());
+    }
+    case("not", &[ty(&[2, 13], I1)], &|f, a| f.push(OpKind::Not, &[a[0]], Attrs::new(), None, "y", u()).unwrap());
+    for (nm, dt) in [("select_f32", F32), ("select_i32", I32), ("select_bf16", BF16)] {
+        case(nm, &[ty(&[3, 9], I1), ty(&[3, 9], dt), ty(&[3, 9], dt)], &|f, a| {
+            f.push(OpKind::Select, &[a[0], a[1], a[2]], Attrs::new(), None, "y", u()).unwrap()
+        });
+    }
+    let all = [F32, BF16, F16, I64, I32, I1];
+    for from in all {
+        for to in all {
+            case(&format!("cast_{}_{}", from.name(), to.name()), &[ty(&[2, 17], from)], &|f, a| {
+                f.push(OpKind::Cast, &[a[0]], Attrs::new(), Some(ty(&[2, 17], to)), "y", u()).unwrap()
+            });
+        }
+    }
+    for (nm, dt, dim) in [("iota_i64", I64, 1), ("iota_f32", F32, 0), ("iota_i32", I32, 2), ("iota_bf16", BF16, 1)] {
+        case(nm, &[], &|f, _| f.push(OpKind::Iota, &[], attrs([("dim", Attr::Int(dim))]), Some(ty(&[3, 20, 4], dt)), "y", u()).unwrap());
+    }
+    case("cross_entropy", &[ty(&[6, 5], F32), ty(&[6], I64)], &|f, a| {
+        f.push(OpKind::CrossEntropy, &[a[0], a[1]], Attrs::new(), None, "y", u()).unwrap()
+    });
+    case("cross_entropy_grad", &[ty(&[6, 5], F32), ty(&[6], I32), ty(&[], F32)], &|f, a| {
+        f.push(OpKind::CrossEntropyGrad, &[a[0], a[1], a[2]], Attrs::new(), None, "y", u()).unwrap()
+    });
+    // A causal mask built from iotas, used by a select inside one loop (fuse's groups keep it unstored).
+    case("causal_mask_select", &[ty(&[2, 9, 9], F32)], &|f, a| {
+        let i = f.push(OpKind::Iota, &[], attrs([("dim", Attr::Int(1))]), Some(ty(&[2, 9, 9], I64)), "i", u()).unwrap();
+        let j = f.push(OpKind::Iota, &[], attrs([("dim", Attr::Int(2))]), Some(ty(&[2, 9, 9], I64)), "j", u()).unwrap();
+        let m = f.push(OpKind::Le, &[j, i], Attrs::new(), None, "m", u()).unwrap();
+        let ninf =
+            f.push(OpKind::Fill, &[], attrs([("value", Attr::F32(f32::NEG_INFINITY))]), Some(ty(&[2, 9, 9], F32)), "n", u()).unwrap();
+        f.push(OpKind::Select, &[m, a[0], ninf], Attrs::new(), None, "y", u()).unwrap()
+    });
+    // Logic on comparisons, then a cast, in one function.
+    case("mask_logic", &[ty(&[4, 7], F32), ty(&[4, 7], F32)], &|f, a| {
+        let g = f.push(OpKind::Gt, &[a[0], a[1]], Attrs::new(), None, "g", u()).unwrap();
+        let l = f.push(OpKind::Lt, &[a[0], a[1]], Attrs::new(), None, "l", u()).unwrap();
+        let n = f.push(OpKind::Not, &[l], Attrs::new(), None, "n", u()).unwrap();
+        let both = f.push(OpKind::And, &[g, n], Attrs::new(), None, "b", u()).unwrap();
+        f.push(OpKind::Cast, &[both], Attrs::new(), Some(ty(&[4, 7], F32)), "y", u()).unwrap()
+    });
+    case("bf16_arith", &[ty(&[3, 10], BF16), ty(&[3, 10], BF16)], &|f, a| {
+        let p = f.push(OpKind::Mul, &[a[0], a[1]], Attrs::new(), None, "p", u()).unwrap();
+        let e = f.push(OpKind::Exp, &[p], Attrs::new(), None, "e", u()).unwrap();
+        f.push(OpKind::Add, &[e, a[0]], Attrs::new(), None, "y", u()).unwrap()
+    });
+    case("f16_sum", &[ty(&[4, 33], F16)], &|f, a| {
+        f.push(OpKind::ReduceSum, &[a[0]], attrs([("dims", Attr::IntArray(vec![1]))]), None, "y", u()).unwrap()
+    });
+    out
+}

@@ -7,40 +7,57 @@ use crate::gpu::{CudaOptions, compile_bundle};
 use crate::testcases::{naive_plan, op_cases};
 use ckopt_ir::OpKind;
 
-/// The ops the lowering does not compile yet: the mixed element-type class
-/// (their integer, bool and index values are refused by the f32-only
-/// layout; docs/cpu.md, docs/cuda.md). They have no backend case, and
-/// `not_lowered_ops_are_refused_at_the_op` pins the error. Narrow this as
-/// they are lowered.
-fn not_lowered(k: OpKind) -> bool {
+/// The ops the cuda lowering does not compile: the mixed element-type
+/// class (cuda kernels compute f32 only; docs/cuda.md). The cpu backend
+/// lowers them (`testcases::mixed_op_cases`, checked against the
+/// interpreter in runtime/tests/backends/cpu_ops.rs).
+fn not_on_cuda(k: OpKind) -> bool {
     k.elem_class() == ckopt_ir::ops::ElemClass::Mixed
 }
 
 #[test]
 fn every_op_kind_has_a_case() {
     let cases = op_cases();
+    let mixed = crate::testcases::mixed_op_cases();
     for &k in OpKind::ALL {
         if k == OpKind::Return {
             continue;
         }
         let has = cases.iter().any(|f| f.body.iter().any(|o| o.kind == k));
-        if not_lowered(k) {
-            assert!(!has, "ck.{} has a backend case: narrow not_lowered", k.name());
+        let has_mixed = mixed.iter().any(|f| f.body.iter().any(|o| o.kind == k));
+        if not_on_cuda(k) {
+            assert!(!has, "ck.{} has a case run on cuda too: move it to mixed_op_cases", k.name());
+            assert!(has_mixed, "no cpu test case for ck.{}", k.name());
         } else {
             assert!(has, "no test case for ck.{}", k.name());
         }
     }
 }
 
-/// Compiling a not-lowered op is a located error naming the op (the
-/// layout's element-type check, or the emitter for an all-f32 cast or
-/// iota), never a panic or a wrong kernel.
+/// Compiling a mixed element-type op for cuda is a located error naming
+/// the op (the f32-only check of `gpu::programs_of`), never a panic or a
+/// wrong kernel; the cpu backend compiles every one of them.
 #[test]
 fn not_lowered_ops_are_refused_at_the_op() {
     let cases = [
-        ("ck.gather", "%t: tensor<4x2xf32>, %i: tensor<3xi64>", "\"ck.gather\"(%t, %i) {axis = 0} : (tensor<4x2xf32>, tensor<3xi64>) -> tensor<3x2xf32>", "tensor<3x2xf32>"),
-        ("ck.select", "%c: tensor<4xi1>, %a: tensor<4xf32>", "\"ck.select\"(%c, %a, %a) : (tensor<4xi1>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>", "tensor<4xf32>"),
-        ("ck.cross_entropy", "%l: tensor<2x3xf32>, %lab: tensor<2xi64>", "\"ck.cross_entropy\"(%l, %lab) : (tensor<2x3xf32>, tensor<2xi64>) -> tensor<f32>", "tensor<f32>"),
+        (
+            "ck.gather",
+            "%t: tensor<4x2xf32>, %i: tensor<3xi64>",
+            "\"ck.gather\"(%t, %i) {axis = 0} : (tensor<4x2xf32>, tensor<3xi64>) -> tensor<3x2xf32>",
+            "tensor<3x2xf32>",
+        ),
+        (
+            "ck.select",
+            "%c: tensor<4xi1>, %a: tensor<4xf32>",
+            "\"ck.select\"(%c, %a, %a) : (tensor<4xi1>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>",
+            "tensor<4xf32>",
+        ),
+        (
+            "ck.cross_entropy",
+            "%l: tensor<2x3xf32>, %lab: tensor<2xi64>",
+            "\"ck.cross_entropy\"(%l, %lab) : (tensor<2x3xf32>, tensor<2xi64>) -> tensor<f32>",
+            "tensor<f32>",
+        ),
         ("ck.cast", "%a: tensor<4xf32>", "\"ck.cast\"(%a) : (tensor<4xf32>) -> tensor<4xf32>", "tensor<4xf32>"),
         ("ck.iota", "%a: tensor<4xf32>", "\"ck.iota\"() {dim = 0} : () -> tensor<4xf32>", "tensor<4xf32>"),
     ];
@@ -50,13 +67,15 @@ fn not_lowered_ops_are_refused_at_the_op() {
         let mut f = m.funcs[0].clone();
         naive_plan(&mut f);
         let e = match compile_bundle(&[&f], &CudaOptions::default()) {
-            Ok(_) => panic!("{name} compiled, but it is not lowered"),
+            Ok(_) => panic!("{name} compiled for cuda, but cuda is f32 only"),
             Err(e) => e.to_string(),
         };
-        assert!(e.contains(name) && (e.contains("not supported by the lowering") || e.contains("lowering yet") || e.contains("cannot be evaluated")), "{name}: {e}");
+        assert!(e.contains(name) && e.contains("not supported by the cuda lowering"), "{name}: {e}");
+        let (_, cache) =
+            crate::cpu::module_programs(&ckopt_ir::Module { funcs: vec![f.clone()] }).unwrap_or_else(|e| panic!("{name}: {e}"));
+        crate::cpu::kernels_mlir(&cache, 8).unwrap_or_else(|e| panic!("{name} on cpu: {e}"));
     }
 }
-
 
 /// Elementwise ops through both emitters: the single-op kernel as the
 /// backends build it (a loop kernel: `vemit`, vectorized) and the same
@@ -104,7 +123,12 @@ fn elementwise_ops_of_both_emitters_match_the_interpreter_bit_for_bit() {
             unsafe { ks.call(kernel, &ptrs, 0, *split as i64) }.unwrap_or_else(|e| panic!("@{}: {e}", f.name));
             for (i, (g, w)) in bufs[inputs.len()].iter().zip(&want[0].data).enumerate() {
                 let same = g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan());
-                assert!(same, "@{} by {emitter}: element {i} of x = {:?}: got {g:e}, interp {w:e}", f.name, inputs.first().map(|x| x.data[i]));
+                assert!(
+                    same,
+                    "@{} by {emitter}: element {i} of x = {:?}: got {g:e}, interp {w:e}",
+                    f.name,
+                    inputs.first().map(|x| x.data[i])
+                );
             }
         }
         checked.push(f.name.clone());
@@ -127,7 +151,9 @@ fn single_op_kernels_match_the_interpreter_bit_for_bit() {
     use ckopt_kernels::{KernelCache, KernelKind};
     let mut checked = Vec::new();
     for f in op_cases() {
-        let Ok((k, _, _)) = extract(&f, 0..=0, &vec![false; f.values.len()]) else { continue };
+        let Ok((k, _, _)) = extract(&f, 0..=0, &vec![false; f.values.len()]) else {
+            continue;
+        };
         if !matches!(k.kind, KernelKind::Single) || k.func.result_types.len() != 1 {
             continue;
         }
@@ -161,7 +187,9 @@ fn single_op_kernels_match_the_interpreter_bit_for_bit() {
 /// Runs `$CKOPT_PTXAS -arch=sm_90` on `ptx`; panics with ptxas's output
 /// when it rejects it. Returns whether ptxas ran.
 pub fn ptxas_accepts(ptx: &str, name: &str) -> bool {
-    let Some(ptxas) = std::env::var_os("CKOPT_PTXAS") else { return false };
+    let Some(ptxas) = std::env::var_os("CKOPT_PTXAS") else {
+        return false;
+    };
     let dir = std::env::temp_dir().join(format!("ckopt-lower-ptx-{}", std::process::id()));
     let _ = std::fs::create_dir_all(&dir);
     let path = dir.join(format!("{name}.ptx"));
@@ -181,7 +209,9 @@ fn every_op_compiles_to_ptx_and_ptxas_accepts_it() {
     let mut checked = 0;
     for mut f in op_cases() {
         naive_plan(&mut f);
-        let math = f.body.iter().any(|o| matches!(o.kind, OpKind::Exp | OpKind::Log | OpKind::Tanh | OpKind::Sigmoid | OpKind::Sqrt | OpKind::Rsqrt | OpKind::Erf));
+        let math = f.body.iter().any(|o| {
+            matches!(o.kind, OpKind::Exp | OpKind::Log | OpKind::Tanh | OpKind::Sigmoid | OpKind::Sqrt | OpKind::Rsqrt | OpKind::Erf)
+        });
         if math && !have_libdevice {
             continue;
         }
@@ -192,7 +222,8 @@ fn every_op_compiles_to_ptx_and_ptxas_accepts_it() {
                 assert!(l.grid[0] >= 1 && (l.grid[0] as u64) <= ckopt_kernels::bundle::GRID_X_LIMIT);
             }
         }
-        let gemm = f.body.iter().any(|o| matches!(o.kind, OpKind::Matmul | OpKind::Conv2d | OpKind::Conv2dGradInput | OpKind::Conv2dGradFilter));
+        let gemm =
+            f.body.iter().any(|o| matches!(o.kind, OpKind::Matmul | OpKind::Conv2d | OpKind::Conv2dGradInput | OpKind::Conv2dGradFilter));
         assert_eq!(b.ptx.contains(".entry ck_lib_gemm("), gemm, "@{}: the GEMM fallback is there exactly when needed", f.name);
         if ptxas_accepts(&b.ptx, &f.name) {
             checked += 1;

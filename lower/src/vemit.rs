@@ -20,10 +20,10 @@
 //! on which kernel an op was fused into. Values are memoized per (value,
 //! index) so a value read twice at one index is computed once.
 
-use crate::emit::Em;
 use crate::emit::elementwise::{self, Lanes};
+use crate::emit::{Em, from_mem, lanes_of, mem_elem, reg_elem, round_reg, to_mem};
 use ckopt_ir::ops::attr_ints;
-use ckopt_ir::{Diag, Func, Loc, OpKind, ValueId};
+use ckopt_ir::{DType, Diag, Func, Loc, OpKind, ValueId};
 use std::collections::HashMap;
 
 /// One index component (see the module doc).
@@ -180,9 +180,7 @@ impl<'a> VEm<'a> {
     fn add(&mut self, a: &Comp, b: &Comp) -> Comp {
         match (a, b) {
             (Comp::S(x), Comp::S(y)) => Comp::S(self.em.op(&format!("arith.addi {x}, {y} : {}", self.ity))),
-            (Comp::S(x), Comp::L(y, s)) | (Comp::L(y, s), Comp::S(x)) => {
-                Comp::L(self.em.op(&format!("arith.addi {x}, {y} : index")), *s)
-            }
+            (Comp::S(x), Comp::L(y, s)) | (Comp::L(y, s), Comp::S(x)) => Comp::L(self.em.op(&format!("arith.addi {x}, {y} : index")), *s),
             (Comp::L(x, s), Comp::L(y, t)) if s + t != 0 => Comp::L(self.em.op(&format!("arith.addi {x}, {y} : index")), s + t),
             _ => {
                 let (va, vb) = (self.vec_of(a), self.vec_of(b));
@@ -202,10 +200,7 @@ impl<'a> VEm<'a> {
                 let v = self.vec_of(c);
                 let ks = self.splat(&kc, "index");
                 let t = format!("vector<{}xindex>", self.w);
-                (
-                    Comp::V(self.em.op(&format!("arith.divui {v}, {ks} : {t}"))),
-                    Comp::V(self.em.op(&format!("arith.remui {v}, {ks} : {t}"))),
-                )
+                (Comp::V(self.em.op(&format!("arith.divui {v}, {ks} : {t}"))), Comp::V(self.em.op(&format!("arith.remui {v}, {ks} : {t}"))))
             }
         }
     }
@@ -266,64 +261,80 @@ impl<'a> VEm<'a> {
 
     /// A scalar index of type `ity` as an `index` (for memref accesses).
     pub fn as_index(&mut self, a: &str) -> String {
-        if self.ity == "index" {
-            a.to_string()
-        } else {
-            self.em.op(&format!("arith.index_castui {a} : {} to index", self.ity))
-        }
+        if self.ity == "index" { a.to_string() } else { self.em.op(&format!("arith.index_castui {a} : {} to index", self.ity)) }
     }
 
-    /// Loads kernel parameter `p` at `idx`.
+    /// Loads kernel parameter `p` at `idx` (as its register type).
     fn load(&mut self, p: usize, idx: &[Comp]) -> String {
-        let shape = self.k.ty(self.k.params[p].value).shape.clone();
+        let ty = self.k.ty(self.k.params[p].value);
+        let (shape, dt) = (ty.shape.clone(), ty.dtype);
         let n: u64 = shape.iter().product();
         let m = self.mems[p].clone();
         let flat = if self.flat && idx.len() == 1 { idx[0].clone() } else { self.linearize(idx, &shape) };
-        self.load_mem(&m, n, &flat)
+        self.load_typed(&m, n, dt, &flat)
     }
 
-    /// Loads from memref `m` (of `n` elements) at flat index `flat`.
+    /// Loads from f32 memref `m` (of `n` elements) at flat index `flat`.
     pub fn load_mem(&mut self, m: &str, n: u64, flat: &Comp) -> String {
+        self.load_typed(m, n, DType::F32, flat)
+    }
+
+    /// Loads from memref `m` of `n` elements of type `dt` (stored as
+    /// `mem_elem(dt)`) at flat index `flat`; the value is of the register
+    /// type (`reg_elem(dt)`).
+    pub fn load_typed(&mut self, m: &str, n: u64, dt: DType, flat: &Comp) -> String {
         let m = m.to_string();
         let flat = flat.clone();
-        let mt = format!("memref<{n}xf32>");
-        match &flat {
+        let e = mem_elem(dt);
+        let mt = format!("memref<{n}x{e}>");
+        let w = self.w;
+        let raw = match &flat {
             Comp::S(a) => {
                 let a = self.as_index(a);
                 let s = self.em.op(&format!("memref.load {m}[{a}] : {mt}"));
-                self.splat(&s, "f32")
+                let s = from_mem(self.em, &s, dt, 1);
+                return self.splat(&s, reg_elem(dt));
             }
-            Comp::L(b, 1) => self.em.op(&format!("vector.load {m}[{b}] : {mt}, {}", self.vt())),
+            Comp::L(b, 1) => self.em.op(&format!("vector.load {m}[{b}] : {mt}, vector<{w}x{e}>")),
             _ => {
                 let v = self.vec_of(&flat);
                 let c0 = self.ci(0);
-                let mask = self.em.op(&format!("arith.constant dense<true> : vector<{}xi1>", self.w));
-                let z = self.cf(0.0);
+                let mask = self.em.op(&format!("arith.constant dense<true> : vector<{w}xi1>"));
+                let zl = if dt.is_float() { "0.0" } else { "0" };
+                let z = self.em.op(&format!("arith.constant dense<{zl}> : vector<{w}x{e}>"));
                 self.em.op(&format!(
-                    "vector.gather {m}[{c0}] [{v}], {mask}, {z} : {mt}, vector<{w}xindex>, vector<{w}xi1>, vector<{w}xf32> into vector<{w}xf32>",
-                    w = self.w
+                    "vector.gather {m}[{c0}] [{v}], {mask}, {z} : {mt}, vector<{w}xindex>, vector<{w}xi1>, vector<{w}x{e}> into vector<{w}x{e}>"
                 ))
             }
-        }
+        };
+        from_mem(self.em, &raw, dt, w)
     }
 
-    /// Stores `val` into memref `m` (of `n` elements) at flat index `flat`
-    /// (scalar, or a contiguous run).
+    /// Stores f32 `val` into memref `m` (of `n` elements) at flat index
+    /// `flat` (scalar, or a contiguous run).
     pub fn store(&mut self, m: &str, n: u64, flat: &Comp, val: &str) -> Result<(), Diag> {
-        let mt = format!("memref<{n}xf32>");
+        self.store_typed(m, n, DType::F32, flat, val)
+    }
+
+    /// Stores register value `val` of type `dt` into memref `m` (`n`
+    /// elements stored as `mem_elem(dt)`) at flat index `flat`.
+    pub fn store_typed(&mut self, m: &str, n: u64, dt: DType, flat: &Comp, val: &str) -> Result<(), Diag> {
+        let e = mem_elem(dt);
+        let mt = format!("memref<{n}x{e}>");
+        let w = self.w;
+        let val = to_mem(self.em, val, dt, w);
         match flat {
             Comp::S(a) if self.w == 1 => {
                 let a = self.as_index(a);
                 self.em.line(&format!("memref.store {val}, {m}[{a}] : {mt}"))
             }
-            Comp::L(b, 1) => self.em.line(&format!("vector.store {val}, {m}[{b}] : {mt}, {}", self.vt())),
+            Comp::L(b, 1) => self.em.line(&format!("vector.store {val}, {m}[{b}] : {mt}, vector<{w}x{e}>")),
             _ => {
                 let v = self.vec_of(flat);
                 let c0 = self.ci(0);
-                let mask = self.em.op(&format!("arith.constant dense<true> : vector<{}xi1>", self.w));
+                let mask = self.em.op(&format!("arith.constant dense<true> : vector<{w}xi1>"));
                 self.em.line(&format!(
-                    "vector.scatter {m}[{c0}] [{v}], {mask}, {val} : {mt}, vector<{w}xindex>, vector<{w}xi1>, vector<{w}xf32>",
-                    w = self.w
+                    "vector.scatter {m}[{c0}] [{v}], {mask}, {val} : {mt}, vector<{w}xindex>, vector<{w}xi1>, vector<{w}x{e}>"
                 ));
             }
         }
@@ -357,7 +368,33 @@ impl<'a> VEm<'a> {
         Ok(match op.kind {
             Neg | Exp | Log | Tanh | Sqrt | Rsqrt | Erf | Sigmoid | Relu | Scale | Add | Sub | Mul | Div | Max | ReluGrad | Fill => {
                 let xs = op.operands.iter().map(|&o| self.value(o, idx)).collect::<Result<Vec<_>, _>>()?;
-                elementwise::formula(self, op, &xs)?
+                let y = elementwise::formula(self, op, &xs)?;
+                let w = self.w;
+                round_reg(self.em, &y, k.ty(v).dtype, w)
+            }
+            Eq | Ne | Lt | Le | Gt | Ge | And | Or | Not | Select | Cast => {
+                let xs = op.operands.iter().map(|&o| self.value(o, idx)).collect::<Result<Vec<_>, _>>()?;
+                let dts: Vec<DType> = op.operands.iter().map(|&o| k.ty(o).dtype).collect();
+                let w = self.w;
+                mixed_formula(self.em, w, op.kind, &dts, k.ty(v).dtype, &xs)
+                    .map_err(|m| Diag::error(op.loc.clone(), format!("'{}' op: {m}", op.kind.full_name())))?
+            }
+            Iota => {
+                let d = op.int_attr("dim").unwrap_or(0).max(0) as usize;
+                let c = idx.get(d).cloned().ok_or_else(|| err("iota: dim out of range"))?;
+                let w = self.w;
+                let iv = match &c {
+                    Comp::S(a) => {
+                        let a = self.as_index(a);
+                        let s = self.em.op(&format!("arith.index_cast {a} : index to i64"));
+                        self.splat(&s, "i64")
+                    }
+                    _ => {
+                        let vv = self.vec_of(&c);
+                        self.em.op(&format!("arith.index_cast {vv} : vector<{w}xindex> to vector<{w}xi64>"))
+                    }
+                };
+                mixed_formula(self.em, w, Cast, &[DType::I64], k.ty(v).dtype, &[iv]).map_err(err)?
             }
             Broadcast => {
                 let dims = attr_ints(&op.attrs, "dims", &[]);
@@ -382,11 +419,17 @@ impl<'a> VEm<'a> {
                 let sub = self.reshape_index(idx, &shape(v), &shape(op.operands[0]));
                 self.value(op.operands[0], &sub)?
             }
-            Dropout => self.dropout(op, idx)?,
+            Dropout => {
+                let y = self.dropout(op, idx)?;
+                let w = self.w;
+                round_reg(self.em, &y, k.ty(v).dtype, w)
+            }
             ReduceSum | ReduceMax => {
                 return Err(err("a reduction's value is only available in its epilogue (driver error)"));
             }
-            other => return Err(err(format!("'{}' cannot be evaluated element by element in a fused kernel", other.full_name()))),
+            other => {
+                return Err(err(format!("'{}' cannot be evaluated element by element in a fused kernel", other.full_name())));
+            }
         })
     }
 
@@ -430,6 +473,133 @@ impl<'a> VEm<'a> {
     pub fn reset(&mut self) {
         self.memo.clear();
     }
+}
+
+/// The value of a comparison, logic op, `select` or `cast` with `w` lanes
+/// from its operand values `xs` (register types, `reg_elem`) of element
+/// types `dts`, giving a value of element type `out`: the interpreter's
+/// definitions (`ckopt_interp` mixed ops): float comparisons are ordered
+/// except `ne` (true on NaN), `i1` compares as unsigned; a float to integer
+/// cast truncates toward zero, saturates and maps NaN to 0 (Rust's `as`), to
+/// `i1` is `x != 0` (NaN gives 1); integer to integer wraps (to `i1`:
+/// `x != 0`); integer to float goes through f32, then rounds to nearest even.
+pub fn mixed_formula(em: &mut Em, w: usize, kind: OpKind, dts: &[DType], out: DType, xs: &[String]) -> Result<String, String> {
+    use OpKind::*;
+    let x = |i: usize| xs.get(i).cloned().ok_or_else(|| format!("operand {i} is missing"));
+    let dt0 = dts.first().copied().ok_or("no operands")?;
+    let t = |e: &str| lanes_of(w, e);
+    let splat_c = |em: &mut Em, lit: &str, e: &str| -> String {
+        if w == 1 {
+            em.op(&format!("arith.constant {lit} : {e}"))
+        } else {
+            em.op(&format!("arith.constant dense<{lit}> : vector<{w}x{e}>"))
+        }
+    };
+    Ok(match kind {
+        Eq | Ne | Lt | Le | Gt | Ge => {
+            let (a, b) = (x(0)?, x(1)?);
+            if dt0.is_float() {
+                let p = match kind {
+                    Eq => "oeq",
+                    Ne => "une",
+                    Lt => "olt",
+                    Le => "ole",
+                    Gt => "ogt",
+                    _ => "oge",
+                };
+                em.op(&format!("arith.cmpf {p}, {a}, {b} : {}", t("f32")))
+            } else {
+                let u = dt0 == DType::I1;
+                let p = match kind {
+                    Eq => "eq",
+                    Ne => "ne",
+                    Lt if u => "ult",
+                    Le if u => "ule",
+                    Gt if u => "ugt",
+                    Ge if u => "uge",
+                    Lt => "slt",
+                    Le => "sle",
+                    Gt => "sgt",
+                    _ => "sge",
+                };
+                em.op(&format!("arith.cmpi {p}, {a}, {b} : {}", t(reg_elem(dt0))))
+            }
+        }
+        And => em.op(&format!("arith.andi {}, {} : {}", x(0)?, x(1)?, t("i1"))),
+        Or => em.op(&format!("arith.ori {}, {} : {}", x(0)?, x(1)?, t("i1"))),
+        Not => {
+            let one = if w == 1 { em.op("arith.constant true") } else { splat_c(em, "true", "i1") };
+            em.op(&format!("arith.xori {}, {one} : {}", x(0)?, t("i1")))
+        }
+        Select => {
+            let (c, a, b) = (x(0)?, x(1)?, x(2)?);
+            let vt = t(reg_elem(out));
+            if w == 1 {
+                em.op(&format!("arith.select {c}, {a}, {b} : {vt}"))
+            } else {
+                em.op(&format!("arith.select {c}, {a}, {b} : {}, {vt}", t("i1")))
+            }
+        }
+        Cast => {
+            let a = x(0)?;
+            let (ri, ro) = (reg_elem(dt0), reg_elem(out));
+            match (dt0.is_float(), out.is_float()) {
+                (true, true) => round_reg(em, &a, out, w),
+                (false, true) => {
+                    let op = if dt0 == DType::I1 { "uitofp" } else { "sitofp" };
+                    let f = em.op(&format!("arith.{op} {a} : {} to {}", t(ri), t("f32")));
+                    round_reg(em, &f, out, w)
+                }
+                (true, false) if out == DType::I1 => {
+                    let z = splat_c(em, "0.0", "f32");
+                    em.op(&format!("arith.cmpf une, {a}, {z} : {}", t("f32")))
+                }
+                (true, false) => {
+                    let (hi, lo, max, min) = if out == DType::I32 {
+                        ("2147483648.0", "-2147483648.0", i64::from(i32::MAX), i64::from(i32::MIN))
+                    } else {
+                        ("9223372036854775808.0", "-9223372036854775808.0", i64::MAX, i64::MIN)
+                    };
+                    let r = em.op(&format!("arith.fptosi {a} : {} to {}", t("f32"), t(ro)));
+                    let chi = splat_c(em, hi, "f32");
+                    let clo = splat_c(em, lo, "f32");
+                    let kmax = splat_c(em, &max.to_string(), ro);
+                    let kmin = splat_c(em, &min.to_string(), ro);
+                    let k0 = splat_c(em, "0", ro);
+                    let sel = |em: &mut Em, c: &str, a: &str, b: &str| {
+                        if w == 1 {
+                            em.op(&format!("arith.select {c}, {a}, {b} : {ro}"))
+                        } else {
+                            em.op(&format!("arith.select {c}, {a}, {b} : {}, {}", t("i1"), t(ro)))
+                        }
+                    };
+                    let big = em.op(&format!("arith.cmpf oge, {a}, {chi} : {}", t("f32")));
+                    let r = sel(em, &big, &kmax, &r);
+                    let small = em.op(&format!("arith.cmpf olt, {a}, {clo} : {}", t("f32")));
+                    let r = sel(em, &small, &kmin, &r);
+                    let nan = em.op(&format!("arith.cmpf uno, {a}, {a} : {}", t("f32")));
+                    sel(em, &nan, &k0, &r)
+                }
+                (false, false) => {
+                    if dt0 == out {
+                        a
+                    } else if out == DType::I1 {
+                        let z = splat_c(em, "0", ri);
+                        em.op(&format!("arith.cmpi ne, {a}, {z} : {}", t(ri)))
+                    } else if dt0 == DType::I1 {
+                        em.op(&format!("arith.extui {a} : {} to {}", t(ri), t(ro)))
+                    } else if dt0 == DType::I64 {
+                        em.op(&format!("arith.trunci {a} : {} to {}", t(ri), t(ro)))
+                    } else {
+                        em.op(&format!("arith.extsi {a} : {} to {}", t(ri), t(ro)))
+                    }
+                }
+            }
+        }
+        other => {
+            return Err(format!("'{}' is not a mixed elementwise op", other.full_name()));
+        }
+    })
 }
 
 impl Lanes for VEm<'_> {

@@ -23,7 +23,7 @@ use crate::arena::Arena;
 use crate::error::RuntimeError;
 use crate::report::Report;
 use ckopt_interp::{Tensor, check_inputs};
-use ckopt_ir::{Diag, Func, Loc};
+use ckopt_ir::{DType, Diag, Func, Loc, OpKind};
 use ckopt_kernels::{BufId, Conv, ConvKind, Gemm, KernelCache, Slot, Step, StepProgram, build_program};
 use ckopt_lower::{CpuKernels, compile_kernels};
 use std::sync::Arc;
@@ -60,6 +60,59 @@ impl CpuModule {
     }
 }
 
+/// An index operand of a step to check before the step runs (the kernels
+/// clamp out-of-range indices for memory safety; this gives the error).
+struct IndexCheck {
+    slot: Slot,
+    dtype: DType,
+    shape: Vec<u64>,
+    bound: u64,
+    /// `cross_entropy`'s ignore_index (labels equal to it are skipped).
+    ignore: Option<i64>,
+}
+
+/// The index checks of each step of `prog` (compiled from `func`): the
+/// index operand of gather, take_along and their gradients, the labels of
+/// cross_entropy and its gradient. Those ops always run as single-op
+/// kernels, so their index operand is stored.
+fn index_checks(func: &Func, prog: &StepProgram) -> Result<Vec<Vec<IndexCheck>>, Diag> {
+    let layout = ckopt_kernels::layout(func)?;
+    let mut out = Vec::with_capacity(prog.steps.len());
+    for s in &prog.steps {
+        let mut cs = Vec::new();
+        if let Some(op) = func.body.get(s.op().index as usize) {
+            let axis = |name: &str| op.int_attr(name).unwrap_or(0).max(0) as usize;
+            let sh = |i: usize| &func.ty(op.operands[i]).shape;
+            let check = match op.kind {
+                OpKind::Gather => Some((1, sh(0).get(axis("axis")).copied(), None)),
+                OpKind::TakeAlong => Some((1, sh(0).get(axis("axis")).copied(), None)),
+                OpKind::GatherGrad | OpKind::TakeAlongGrad => {
+                    Some((0, op.result.and_then(|r| func.ty(r).shape.get(axis("axis")).copied()), None))
+                }
+                OpKind::CrossEntropy | OpKind::CrossEntropyGrad => {
+                    Some((1, sh(0).get(1).copied(), Some(ckopt_ir::mixed::ignore_index(&op.attrs))))
+                }
+                _ => None,
+            };
+            if let Some((i, Some(bound), ignore)) = check {
+                let v = op.operands[i];
+                if let Some(p) = layout.place_of(v) {
+                    let t = func.ty(v);
+                    cs.push(IndexCheck {
+                        slot: Slot { buf: p.buf.into(), offset: p.offset, bytes: t.bytes() },
+                        dtype: t.dtype,
+                        shape: t.shape.clone(),
+                        bound,
+                        ignore,
+                    });
+                }
+            }
+        }
+        out.push(cs);
+    }
+    Ok(out)
+}
+
 /// A raw pointer that may cross to a worker thread (the ranges given to
 /// concurrent kernel calls are disjoint).
 #[derive(Clone, Copy)]
@@ -75,7 +128,14 @@ pub struct CpuExecutor {
     kernels: Arc<CpuKernels>,
     arena: Arena,
     workspace: Arena,
-    args: Vec<Vec<f32>>,
+    /// One resident buffer per argument: its elements as bytes of its
+    /// element type (`Tensor::to_le_bytes`; 64-byte aligned).
+    args: Vec<Arena>,
+    /// Element type of each argument and result.
+    arg_dt: Vec<DType>,
+    res_dt: Vec<DType>,
+    /// Per step: the index operands to check before it runs.
+    checks: Vec<Vec<IndexCheck>>,
     threads: usize,
     func: Func,
     report: Report,
@@ -101,13 +161,21 @@ impl CpuExecutor {
     pub fn from_program(func: &Func, prog: StepProgram, cache: &KernelCache, kernels: Arc<CpuKernels>) -> Result<CpuExecutor, Diag> {
         let arena = Arena::new(prog.arena_bytes).map_err(|m| diag(func, m.to_string()))?;
         let workspace = Arena::new(prog.workspace_bytes).map_err(|m| diag(func, m.to_string()))?;
-        let args: Vec<Vec<f32>> = prog.args.iter().map(|a| vec![0.0; a.shape.iter().product::<u64>() as usize]).collect();
+        let arg_dt: Vec<DType> = func.params.iter().map(|p| func.ty(p.value).dtype).collect();
+        let res_dt: Vec<DType> = func.result_types.iter().map(|t| t.dtype).collect();
+        let args: Vec<Arena> = prog
+            .args
+            .iter()
+            .zip(&arg_dt)
+            .map(|(a, dt)| Arena::new(a.shape.iter().product::<u64>().saturating_mul(dt.bytes())).map_err(|m| diag(func, m.to_string())))
+            .collect::<Result<_, _>>()?;
+        let checks = index_checks(func, &prog)?;
         let report = Report {
             backend: "cpu".into(),
             function: func.name.clone(),
             arena_bytes: prog.arena_bytes,
             arena_allocated_bytes: arena.len() as u64,
-            input_bytes: args.iter().map(|a| 4 * a.len() as u64).sum(),
+            input_bytes: args.iter().map(|a| a.len() as u64).sum(),
             workspace_bytes: workspace.len() as u64,
             kernels: Some(prog.steps.iter().filter(|s| matches!(s, Step::Kernel { .. })).count()),
             distinct_kernels: Some(cache.len()),
@@ -122,6 +190,9 @@ impl CpuExecutor {
             arena,
             workspace,
             args,
+            arg_dt,
+            res_dt,
+            checks,
             threads: rayon::current_num_threads().max(1),
             func: func.clone(),
             report,
@@ -136,9 +207,22 @@ impl CpuExecutor {
     /// Copies `t` into argument `i`'s resident buffer.
     pub fn set_arg(&mut self, i: usize, t: &Tensor) -> Result<(), Diag> {
         let want: Vec<usize> = self.prog.args.get(i).map(|a| a.shape.iter().map(|&d| d as usize).collect()).unwrap_or_default();
+        let dt = self.arg_dt.get(i).copied().unwrap_or(DType::F32);
+        if t.dtype != dt && t.shape == want {
+            return Err(diag(
+                &self.func,
+                format!("argument {i} of @{} needs element type {}, got {}", self.func.name, dt.name(), t.dtype.name()),
+            ));
+        }
         match self.args.get_mut(i) {
-            Some(buf) if t.shape == want && t.data.len() == buf.len() => {
-                buf.copy_from_slice(&t.data);
+            Some(buf) if t.shape == want && t.bytes() == buf.len() as u64 => {
+                if dt == DType::F32 {
+                    for (c, v) in buf.as_mut_slice().chunks_exact_mut(4).zip(&t.data) {
+                        c.copy_from_slice(&v.to_le_bytes());
+                    }
+                } else {
+                    buf.as_mut_slice().copy_from_slice(&t.to_le_bytes());
+                }
                 Ok(())
             }
             _ => Err(diag(&self.func, format!("argument {i} of @{} needs shape {want:?}, got {:?}", self.func.name, t.shape))),
@@ -149,14 +233,17 @@ impl CpuExecutor {
     /// parameters for donated ones).
     pub fn arg(&self, i: usize) -> Option<Tensor> {
         let a = self.prog.args.get(i)?;
-        Some(Tensor::vector(self.args.get(i)?.clone()).reshaped(a.shape.iter().map(|&d| d as usize).collect()))
+        let dt = *self.arg_dt.get(i)?;
+        Tensor::from_le_bytes(a.shape.iter().map(|&d| d as usize).collect(), dt, self.args.get(i)?.as_slice()).ok()
     }
 
     fn base(&mut self, b: BufId) -> *mut f32 {
         match b {
             BufId::Arena => self.arena.as_mut_slice().as_mut_ptr() as *mut f32,
             BufId::Workspace => self.workspace.as_mut_slice().as_mut_ptr() as *mut f32,
-            BufId::Arg(i) => self.args.get_mut(i as usize).map(|a| a.as_mut_ptr()).unwrap_or(std::ptr::null_mut()),
+            BufId::Arg(i) => {
+                self.args.get_mut(i as usize).map(|a| a.as_mut_slice().as_mut_ptr() as *mut f32).unwrap_or(std::ptr::null_mut())
+            }
         }
     }
 
@@ -179,8 +266,16 @@ impl CpuExecutor {
     }
 
     fn run_steps(&mut self, steps: &[Step]) -> Result<(), Diag> {
-        for s in steps {
+        for (si, s) in steps.iter().enumerate() {
             let t = self.profile.is_some().then(Instant::now);
+            if let Some(cs) = self.checks.get(si) {
+                for c in cs {
+                    self.check_index(c).map_err(|m| {
+                        let op = s.op();
+                        Diag::error(Loc::unknown(), format!("cpu backend: '{}' op at {}: {m}", op.name, op.loc))
+                    })?;
+                }
+            }
             let res = match s {
                 Step::Kernel { kernel, args, .. } => self.kernel(*kernel as usize, args),
                 Step::Gemm { gemm, .. } => {
@@ -204,7 +299,9 @@ impl CpuExecutor {
             if let (Some(t), Some(p)) = (t, self.profile.as_mut()) {
                 let key = match s {
                     Step::Kernel { kernel, .. } => format!("kernel ck_k{kernel} ({})", s.op().name),
-                    Step::Gemm { gemm: g, .. } => format!("gemm {}x{}x{}{}{}", g.m, g.n, g.k, if g.trans_a { " ta" } else { "" }, if g.trans_b { " tb" } else { "" }),
+                    Step::Gemm { gemm: g, .. } => {
+                        format!("gemm {}x{}x{}{}{}", g.m, g.n, g.k, if g.trans_a { " ta" } else { "" }, if g.trans_b { " tb" } else { "" })
+                    }
                     Step::Conv { conv, .. } => format!("conv {:?}", conv.kind),
                 };
                 let e = p.entry(key).or_insert((0, 0.0));
@@ -218,8 +315,7 @@ impl CpuExecutor {
     /// The time spent per kind of step since the executor was made, most
     /// first: (what, calls, ms). Empty unless `CKOPT_PROFILE` is set.
     pub fn profile(&self) -> Vec<(String, u64, f64)> {
-        let mut v: Vec<(String, u64, f64)> =
-            self.profile.iter().flatten().map(|(k, (n, ms))| (k.clone(), *n, *ms)).collect();
+        let mut v: Vec<(String, u64, f64)> = self.profile.iter().flatten().map(|(k, (n, ms))| (k.clone(), *n, *ms)).collect();
         v.sort_by(|a, b| b.2.total_cmp(&a.2));
         v
     }
@@ -257,21 +353,53 @@ impl CpuExecutor {
         Ok(unsafe { kernels.call(k, &ptrs, 0, split as i64) }?)
     }
 
+    /// Checks a stored index operand (see `IndexCheck`): the interpreter's
+    /// error for the first index outside `[0, bound)` in row-major order.
+    fn check_index(&self, c: &IndexCheck) -> Result<(), String> {
+        let bytes: &[u8] = match c.slot.buf {
+            BufId::Arena => self.arena.as_slice(),
+            BufId::Workspace => self.workspace.as_slice(),
+            BufId::Arg(i) => self.args.get(i as usize).map(|a| a.as_slice()).unwrap_or(&[]),
+        };
+        let w = c.dtype.bytes() as usize;
+        let o = c.slot.offset as usize;
+        let data = bytes.get(o..o + c.slot.bytes as usize).unwrap_or(&[]);
+        for (j, e) in data.chunks_exact(w).enumerate() {
+            let v = if w == 8 {
+                i64::from_le_bytes(e.try_into().unwrap_or([0; 8]))
+            } else {
+                i64::from(i32::from_le_bytes(e.try_into().unwrap_or([0; 4])))
+            };
+            if c.ignore == Some(v) || (v >= 0 && (v as u64) < c.bound) {
+                continue;
+            }
+            let mut pos = vec![0u64; c.shape.len()];
+            let mut rest = j as u64;
+            for d in (0..c.shape.len()).rev() {
+                let n = c.shape[d].max(1);
+                pos[d] = rest % n;
+                rest /= n;
+            }
+            return Err(match c.ignore {
+                None => format!("index {v} at position {pos:?} of the index operand is out of range [0, {})", c.bound),
+                Some(ign) => format!("label {v} at position {pos:?} is out of range [0, {}) and is not the ignore_index {ign}", c.bound),
+            });
+        }
+        Ok(())
+    }
+
     /// Reads result `j` after a step.
     pub fn result(&self, j: usize) -> Option<Tensor> {
         let r = self.prog.results.get(j)?;
-        let n = r.shape.iter().product::<u64>() as usize;
+        let dt = *self.res_dt.get(j)?;
+        let n = r.shape.iter().product::<u64>() as usize * dt.bytes() as usize;
         let bytes: &[u8] = match r.slot.buf {
             BufId::Arena => self.arena.as_slice(),
             BufId::Workspace => self.workspace.as_slice(),
-            BufId::Arg(i) => {
-                let a = self.args.get(i as usize)?;
-                return Some(Tensor::vector(a.clone()).reshaped(r.shape.iter().map(|&d| d as usize).collect()));
-            }
+            BufId::Arg(i) => self.args.get(i as usize)?.as_slice(),
         };
         let o = r.slot.offset as usize;
-        let data = bytes.get(o..o + 4 * n)?.chunks_exact(4).map(|c| f32::from_ne_bytes([c[0], c[1], c[2], c[3]])).collect();
-        Some(Tensor::vector(data).reshaped(r.shape.iter().map(|&d| d as usize).collect()))
+        Tensor::from_le_bytes(r.shape.iter().map(|&d| d as usize).collect(), dt, bytes.get(o..o + n)?).ok()
     }
 
     /// Runs one step on `inputs` (one tensor per argument) and returns the results.
@@ -299,11 +427,8 @@ pub unsafe fn run_gemm(g: &Gemm, a: *const f32, b: *const f32, c: *mut f32, thre
     let (m, n, k) = (g.m as usize, g.n as usize, g.k as usize);
     let (a_cs, a_rs) = if g.trans_a { (m as isize, 1) } else { (1, k as isize) };
     let (b_cs, b_rs) = if g.trans_b { (k as isize, 1) } else { (1, n as isize) };
-    let par = if threads > 1 && g.m * g.n * g.k >= GEMM_PAR_MIN_FLOPS {
-        gemm::Parallelism::Rayon(threads)
-    } else {
-        gemm::Parallelism::None
-    };
+    let par =
+        if threads > 1 && g.m * g.n * g.k >= GEMM_PAR_MIN_FLOPS { gemm::Parallelism::Rayon(threads) } else { gemm::Parallelism::None };
     for bi in 0..g.batch as usize {
         // SAFETY: per the contract, batch matrix bi lies inside each buffer.
         unsafe {
@@ -404,8 +529,22 @@ pub unsafe fn run_conv(cv: &Conv, x: *mut f32, w: *mut f32, y: *mut f32, ws: *mu
     let cols_n = ckk * ohw;
     // SAFETY: sizes per the contract.
     let cols = unsafe { std::slice::from_raw_parts_mut(ws, cols_n) };
-    let gemm1 = |m: usize, nn: usize, k: usize, dst: *mut f32, read: bool, lhs: *const f32, lcs: isize, lrs: isize, rhs: *const f32, rcs: isize, rrs: isize| {
-        let par = if threads > 1 && (m * nn * k) as u64 >= GEMM_PAR_MIN_FLOPS { gemm::Parallelism::Rayon(threads) } else { gemm::Parallelism::None };
+    let gemm1 = |m: usize,
+                 nn: usize,
+                 k: usize,
+                 dst: *mut f32,
+                 read: bool,
+                 lhs: *const f32,
+                 lcs: isize,
+                 lrs: isize,
+                 rhs: *const f32,
+                 rcs: isize,
+                 rrs: isize| {
+        let par = if threads > 1 && (m * nn * k) as u64 >= GEMM_PAR_MIN_FLOPS {
+            gemm::Parallelism::Rayon(threads)
+        } else {
+            gemm::Parallelism::None
+        };
         // SAFETY: callers pass in-bounds row-major matrices.
         unsafe { gemm::gemm(m, nn, k, dst, 1, nn as isize, read, lhs, lcs, lrs, rhs, rcs, rrs, 1.0f32, 1.0f32, false, false, false, par) }
     };

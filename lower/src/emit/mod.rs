@@ -25,29 +25,99 @@
 //! (convolutions, pools and their gradients).
 
 use ckopt_ir::ops::attr_ints;
-use ckopt_ir::{Diag, Func, Op, OpKind};
+use ckopt_ir::{DType, Diag, Func, Op, OpKind};
 use std::fmt::Write;
 
 mod conv;
 pub(crate) mod elementwise;
+mod index;
 mod movement;
 mod reduce;
 
-/// An SSA value of type `memref<Nxf32>`.
+/// An SSA value of type `memref<N x E>`, `E` the storage type of `dt`
+/// (`mem_elem`).
 #[derive(Clone, Debug)]
 pub struct Mem {
     pub name: String,
     pub n: u64,
+    pub dt: DType,
 }
 
 impl Mem {
     pub fn ty(&self) -> String {
-        memref_ty(self.n)
+        memref_of(self.n, self.dt)
     }
 }
 
+/// `memref<N x f32>`.
 pub fn memref_ty(n: u64) -> String {
-    format!("memref<{n}xf32>")
+    memref_of(n, DType::F32)
+}
+
+/// `memref<N x E>` with `E` the storage type of `dt`.
+pub fn memref_of(n: u64, dt: DType) -> String {
+    format!("memref<{n}x{}>", mem_elem(dt))
+}
+
+/// The storage type of an element of `dt`: its own MLIR type, except that
+/// an `i1` element is one byte (`i8`, 0 or 1).
+pub fn mem_elem(dt: DType) -> &'static str {
+    match dt {
+        DType::F32 => "f32",
+        DType::BF16 => "bf16",
+        DType::F16 => "f16",
+        DType::I64 => "i64",
+        DType::I32 => "i32",
+        DType::I1 => "i8",
+    }
+}
+
+/// The type a value of `dt` is computed in: f32 for every float type
+/// (bf16/f16 values are rounded to their type after each op, `round_reg`),
+/// else the integer type itself (`i1` for masks).
+pub fn reg_elem(dt: DType) -> &'static str {
+    match dt {
+        DType::F32 | DType::BF16 | DType::F16 => "f32",
+        DType::I64 => "i64",
+        DType::I32 => "i32",
+        DType::I1 => "i1",
+    }
+}
+
+/// `elem` or `vector<w x elem>`.
+pub fn lanes_of(w: usize, elem: &str) -> String {
+    if w == 1 { elem.to_string() } else { format!("vector<{w}x{elem}>") }
+}
+
+/// A loaded storage value `v` (of `w` lanes) as its register type.
+pub fn from_mem(em: &mut Em, v: &str, dt: DType, w: usize) -> String {
+    match dt {
+        DType::BF16 | DType::F16 => em.op(&format!("arith.extf {v} : {} to {}", lanes_of(w, mem_elem(dt)), lanes_of(w, "f32"))),
+        DType::I1 => em.op(&format!("arith.trunci {v} : {} to {}", lanes_of(w, "i8"), lanes_of(w, "i1"))),
+        _ => v.to_string(),
+    }
+}
+
+/// A register value `v` (of `w` lanes) as its storage type (bf16/f16
+/// rounded to nearest even).
+pub fn to_mem(em: &mut Em, v: &str, dt: DType, w: usize) -> String {
+    match dt {
+        DType::BF16 | DType::F16 => em.op(&format!("arith.truncf {v} : {} to {}", lanes_of(w, "f32"), lanes_of(w, mem_elem(dt)))),
+        DType::I1 => em.op(&format!("arith.extui {v} : {} to {}", lanes_of(w, "i1"), lanes_of(w, "i8"))),
+        _ => v.to_string(),
+    }
+}
+
+/// An f32 register value rounded to `dt` (nearest even) and back: what the
+/// interpreter does to every op result of a low-precision type.
+pub fn round_reg(em: &mut Em, v: &str, dt: DType, w: usize) -> String {
+    match dt {
+        DType::BF16 | DType::F16 => {
+            let t = to_mem(em, v, dt, w);
+            from_mem(em, &t, dt, w)
+        }
+        _ => v.to_string(),
+    }
 }
 
 /// The body of an `scf.for`: (emitter, induction variable, carried values) -> next values.
@@ -147,8 +217,15 @@ impl Em {
     fn fbin(&mut self, op: &str, a: &str, b: &str) -> String {
         self.op(&format!("arith.{op} {a}, {b} : f32"))
     }
+    /// Element `idx` of `m`, as its register type (`reg_elem`).
     pub fn load(&mut self, m: &Mem, idx: &str) -> String {
-        self.op(&format!("memref.load {}[{idx}] : {}", m.name, m.ty()))
+        let v = self.op(&format!("memref.load {}[{idx}] : {}", m.name, m.ty()));
+        from_mem(self, &v, m.dt, 1)
+    }
+    /// Stores register value `v` (of `m`'s type) at `idx`.
+    pub fn store(&mut self, m: &Mem, idx: &str, v: &str) {
+        let s = to_mem(self, v, m.dt, 1);
+        self.line(&format!("memref.store {s}, {}[{idx}] : {}", m.name, m.ty()));
     }
     /// Row-major multi-index of flat `idx` in `shape`.
     fn delin(&mut self, idx: &str, shape: &[u64]) -> Vec<String> {
@@ -192,12 +269,7 @@ impl Em {
     }
     /// `scf.for` over `[0, hi)` carrying `inits` (value, type); `body` gets the
     /// induction variable and the carried values and returns the next ones.
-    fn for_iter(
-        &mut self,
-        hi: u64,
-        inits: &[(String, &str)],
-        body: &mut LoopBody<'_>,
-    ) -> Vec<String> {
+    fn for_iter(&mut self, hi: u64, inits: &[(String, &str)], body: &mut LoopBody<'_>) -> Vec<String> {
         let lo = self.ci(0);
         let up = self.ci(hi);
         let one = self.ci(1);
@@ -206,11 +278,7 @@ impl Em {
         let (lhs, names) = self.result_names(inits.len());
         let iter: Vec<String> = args.iter().zip(inits).map(|(a, (i, _))| format!("{a} = {i}")).collect();
         let tys: Vec<&str> = inits.iter().map(|(_, t)| *t).collect();
-        self.line(&format!(
-            "{lhs} = scf.for {iv} = {lo} to {up} step {one} iter_args({}) -> ({}) {{",
-            iter.join(", "),
-            tys.join(", ")
-        ));
+        self.line(&format!("{lhs} = scf.for {iv} = {lo} to {up} step {one} iter_args({}) -> ({}) {{", iter.join(", "), tys.join(", ")));
         self.indent += 1;
         let next = body(self, &iv, &args);
         self.line(&format!("scf.yield {} : {}", next.join(", "), tys.join(", ")));
@@ -219,12 +287,7 @@ impl Em {
         names
     }
     /// Nested loops over `bounds` carrying one f32 accumulator.
-    fn loops_acc(
-        &mut self,
-        bounds: &[u64],
-        init: &str,
-        body: &mut dyn FnMut(&mut Em, &[String], &str) -> String,
-    ) -> String {
+    fn loops_acc(&mut self, bounds: &[u64], init: &str, body: &mut dyn FnMut(&mut Em, &[String], &str) -> String) -> String {
         fn rec(
             em: &mut Em,
             bounds: &[u64],
@@ -281,7 +344,7 @@ impl Em {
             },
             &mut |_| vec![acc_s.clone()],
         )[0]
-            .clone()
+        .clone()
     }
     /// `0 <= t < hi` for a signed index `t`.
     fn in_range(&mut self, t: &str, hi: u64) -> String {
@@ -333,7 +396,8 @@ pub fn element(em: &mut Em, f: &Func, op: &Op, ins: &[Mem], idx: &str) -> Result
     let c = Ctx { f, op, ins, idx, ys: f.ty(res).shape.clone() };
     match op.kind {
         Neg | Exp | Log | Tanh | Sqrt | Rsqrt | Erf | Sigmoid | Relu | Scale | Dropout | Add | Sub | Mul | Div | Max | ReluGrad | Fill => {
-            elementwise::element(em, &c)
+            let y = elementwise::element(em, &c)?;
+            Ok(round_reg(em, &y, f.ty(res).dtype, 1))
         }
         Constant => movement::constant(em, &c),
         Reshape => movement::reshape(em, &c),
@@ -348,12 +412,18 @@ pub fn element(em: &mut Em, f: &Func, op: &Op, ins: &[Mem], idx: &str) -> Result
         Conv2dGradFilter => conv::conv2d_grad_filter(em, &c),
         MaxPool2d | AvgPool2d => conv::pool(em, &c),
         MaxPool2dGrad | AvgPool2dGrad => conv::pool_grad(em, &c),
-        // Their index, label and mask values are integers or i1, which the
-        // layout refuses first (f32 only); an all-f32 cast or iota gets here.
-        Gather | GatherGrad | TakeAlong | TakeAlongGrad | Eq | Ne | Lt | Le | Gt | Ge | And | Or | Not | Select | Cast
-        | Iota | CrossEntropy | CrossEntropyGrad => {
-            Err(c.bad("is not supported by the cpu/cuda lowering yet; run it on the interpreter"))
+        Gather => index::gather(em, &c),
+        GatherGrad => index::gather_grad(em, &c),
+        TakeAlong => index::take_along(em, &c),
+        TakeAlongGrad => index::take_along_grad(em, &c),
+        CrossEntropy => index::cross_entropy(em, &c),
+        Eq | Ne | Lt | Le | Gt | Ge | And | Or | Not | Select | Cast => {
+            let xs: Vec<String> = c.ins.iter().map(|m| em.load(m, idx)).collect();
+            let dts: Vec<DType> = c.ins.iter().map(|m| m.dt).collect();
+            crate::vemit::mixed_formula(em, 1, op.kind, &dts, f.ty(res).dtype, &xs).map_err(|m| c.bad(m))
         }
+        // Fused loops compute these (`vemit`); a cuda kernel (f32 only) never gets here.
+        Iota | CrossEntropyGrad => Err(c.bad("is not supported by the per-element emitter")),
         Return => Err(c.bad("has no result to compute")),
     }
 }
@@ -361,6 +431,8 @@ pub fn element(em: &mut Em, f: &Func, op: &Op, ins: &[Mem], idx: &str) -> Result
 /// Whether `op` may write its result over operand memory it also reads:
 /// true when every result element `i` reads only element `i` of each operand
 /// that it aliases (elementwise ops and reshape).
+pub use index::{row_op, rows};
+
 pub fn inplace_safe(op: &Op) -> bool {
     op.kind.is_elementwise() || op.kind == OpKind::Reshape
 }

@@ -4,8 +4,11 @@ use ckopt_ir::Module;
 use ckopt_models::{GenOptions, ModelKind, SizeOpt, generate};
 use ckopt_passes::PassManager;
 
-/// Every generated model kind.
-pub const KINDS: [ModelKind; 5] = [ModelKind::Mlp, ModelKind::Resmlp, ModelKind::Lstm, ModelKind::Resnet, ModelKind::Transformer];
+/// The generated model kinds whose values are all f32 (what cuda takes).
+pub const KINDS: [ModelKind; 5] = ModelKind::F32_ONLY;
+/// Every generated model kind (the cpu backend takes them all: gpt has
+/// integer token ids and labels and i1 masks).
+pub const CPU_KINDS: [ModelKind; 6] = ModelKind::ALL;
 
 /// The sizes a test generates its models at (2 heads, 4 channels, 5 classes always).
 #[derive(Clone, Copy)]

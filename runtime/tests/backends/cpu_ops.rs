@@ -30,3 +30,132 @@ fn every_op_on_cpu_matches_the_interpreter() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// Inputs of a mixed case: random floats (with special values in front for
+/// casts and comparisons), index and label values in `[0, 3)` (labels with
+/// -100 at position 1), random masks.
+fn mixed_inputs(f: &ckopt_ir::Func, seed: u64) -> Vec<ckopt_interp::Tensor> {
+    use ckopt_ir::{DType, OpKind};
+    let mut inputs = random_inputs(f, seed);
+    let labels = f.body.iter().any(|o| matches!(o.kind, OpKind::CrossEntropy | OpKind::CrossEntropyGrad));
+    for (a, t) in inputs.iter_mut().enumerate() {
+        match t.dtype {
+            DType::I64 | DType::I32 => {
+                for (i, v) in t.ints.iter_mut().enumerate() {
+                    // casts and comparisons also see large and negative values
+                    let wide = f.body[0].kind == OpKind::Cast || f.body[0].kind.is_mixed_elementwise();
+                    *v = (i as i64 * 7 + a as i64 * 3 + seed as i64) % 3;
+                    if wide && i % 5 == 4 {
+                        *v -= 1_000_000_007 * (i as i64 + 1);
+                    }
+                }
+                if t.dtype == DType::I32 {
+                    for v in t.ints.iter_mut() {
+                        *v = i64::from(*v as i32);
+                    }
+                }
+                if labels && t.ints.len() > 1 {
+                    t.ints[1] = -100;
+                }
+            }
+            DType::F32 | DType::BF16 | DType::F16 if f.name.starts_with("cast") || f.name.ends_with("_f32") => {
+                let special = [f32::NAN, 3e30, -3e30, 2.5, -2.5, 0.5, -0.0, 1e10, -7.75, 65519.0, 1.00390625, 3.0e9, -3.0e9, f32::INFINITY];
+                let dt = t.dtype;
+                for (i, v) in special.into_iter().enumerate() {
+                    if i < t.data.len() && (a == 0 || i % 3 == 0) {
+                        t.data[i] = ckopt_interp::round_to(dt, v);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    inputs
+}
+
+/// The mixed element-type ops (indexing, comparisons, logic, select, cast
+/// between every pair of the six element types, iota, cross_entropy and its
+/// gradient, bf16/f16 arithmetic) on the cpu against the interpreter: the
+/// interpreter's bits (every one computes the same operations in the same
+/// order), with two threads as with one.
+#[test]
+fn mixed_ops_on_cpu_match_the_interpreter_bit_for_bit() {
+    use ckopt_lower::testcases::mixed_op_cases;
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for mut f in mixed_op_cases() {
+        naive_plan(&mut f);
+        for seed in [3u64, 8] {
+            let inputs = mixed_inputs(&f, seed);
+            let module = Module { funcs: vec![f.clone()] };
+            let want = run_func(&module, &f.name, &inputs).unwrap_or_else(|e| panic!("@{}: interp: {e}", f.name));
+            let got = match CpuExecutor::new(&f).and_then(|mut e| e.step(&inputs)) {
+                Ok(g) => g,
+                Err(e) => {
+                    failures.push(format!("@{}: {e}", f.name));
+                    break;
+                }
+            };
+            for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+                let same = g.dtype == w.dtype
+                    && g.shape == w.shape
+                    && g.ints == w.ints
+                    && g.data.len() == w.data.len()
+                    && g.data.iter().zip(&w.data).all(|(a, b)| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()));
+                if !same {
+                    let first = (0..g.data.len().max(g.ints.len())).find(|&i| {
+                        g.data.get(i).map(|x| x.to_bits()) != w.data.get(i).map(|x| x.to_bits()) || g.ints.get(i) != w.ints.get(i)
+                    });
+                    failures.push(format!(
+                        "@{} seed {seed} result {k} ({} vs {}): first difference at {first:?}: got {:?}/{:?}, interp {:?}/{:?}; input {:?}",
+                        f.name,
+                        g.dtype.name(),
+                        w.dtype.name(),
+                        first.and_then(|i| g.data.get(i)),
+                        first.and_then(|i| g.ints.get(i)),
+                        first.and_then(|i| w.data.get(i)),
+                        first.and_then(|i| w.ints.get(i)),
+                        first.and_then(|i| inputs.first().and_then(|x| x
+                            .data
+                            .get(i)
+                            .map(|v| *v as f64)
+                            .or(x.ints.get(i).map(|v| *v as f64)))),
+                    ));
+                }
+            }
+            checked += 1;
+        }
+    }
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(checked >= 2 * 70, "checked {checked}");
+}
+
+/// An out-of-range index or label is the interpreter's error (op, index,
+/// position, bound) on the cpu, never a wild read.
+#[test]
+fn out_of_range_indices_are_errors_naming_op_index_position_and_bound() {
+    use ckopt_lower::testcases::mixed_op_cases;
+    for (name, bad, want) in [
+        ("gather_i64", 9i64, "index 9 at position [1, 0] of the index operand is out of range [0, 3)"),
+        ("gather_grad", -1, "index -1 at position [0, 3] of the index operand is out of range [0, 3)"),
+        ("take_along", 4, "index 4 at position [0, 0, 3] of the index operand is out of range [0, 4)"),
+        ("cross_entropy", 5, "label 5 at position [3] is out of range [0, 5) and is not the ignore_index -100"),
+    ] {
+        let mut f = mixed_op_cases().into_iter().find(|f| f.name == name).expect("case");
+        naive_plan(&mut f);
+        let mut inputs = mixed_inputs(&f, 3);
+        let ia = inputs.iter().position(|t| t.dtype.is_integer()).expect("an index operand");
+        let pos = match name {
+            "gather_i64" => 3,
+            "gather_grad" => 3,
+            "take_along" => 3,
+            _ => 3,
+        };
+        inputs[ia].ints[pos] = bad;
+        let module = Module { funcs: vec![f.clone()] };
+        let ie = run_func(&module, &f.name, &inputs).expect_err("interp refuses").to_string();
+        assert!(ie.contains(want), "interp: {ie}");
+        let e = CpuExecutor::new(&f).and_then(|mut e| e.step(&inputs)).expect_err("cpu refuses").to_string();
+        assert!(e.contains(want) && e.contains(&format!("'ck.{}' op", f.body[0].kind.name())), "{name}: {e}");
+    }
+}

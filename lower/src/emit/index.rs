@@ -1,0 +1,266 @@
+//! Indexing ops and the integer-label loss, per result element (single-op
+//! kernels): `gather`, `take_along`, their gradients, `cross_entropy`, and
+//! `cross_entropy_grad` a row at a time (`rows`).
+//!
+//! Semantics and summation orders are the interpreter's
+//! (`ckopt_interp` mixed ops, docs/ir.md):
+//! - `gather_grad` / `take_along_grad` are scatter-adds computed as gathers:
+//!   each result element loops over the index operand in increasing flat
+//!   position and adds the matching `dy` elements, from +0.0. That is the
+//!   interpreter's order for every element, so the bits are the
+//!   interpreter's and do not depend on how the result range is split
+//!   across threads (deterministic by construction, no atomics).
+//! - `cross_entropy`: rows in increasing order, `m` = max from -inf
+//!   (`maxnumf`, as `f32::max`), `s` = sum of `exp(x - m)` from -0.0,
+//!   `(m + ln s) - x[label]` summed from -0.0 over kept rows, divided by the
+//!   kept count.
+//!
+//! Out-of-range indices: the runtime checks every stored index operand
+//! before the kernel runs and reports the interpreter's error (op, index,
+//! position, bound); the kernels themselves clamp an out-of-range index to
+//! 0 (gather, take_along) or never match it (the gradients), so they never
+//! read outside their operands whatever they are given.
+//! Complexity per result element: gather/take_along O(rank);
+//! gather_grad O(indices); take_along_grad O(extent of the axis);
+//! cross_entropy O(N·C) once; cross_entropy_grad O(N + C) per row element.
+
+use super::{Ctx, Em, Mem, reg_elem};
+use ckopt_ir::mixed::ignore_index;
+use ckopt_ir::{DType, Diag, Func, Op, OpKind};
+
+/// `(product of dims before a, dim a, product of dims after a)`.
+fn split(shape: &[u64], a: usize) -> (u64, u64, u64) {
+    (shape[..a].iter().product(), shape[a], shape[a + 1..].iter().product())
+}
+
+fn axis(c: &Ctx, name: &str) -> Result<usize, Diag> {
+    Ok(c.int_attr(name)?.max(0) as usize)
+}
+
+/// Index element `at` of `m` (i64 or i32) as i64.
+fn index_i64(em: &mut Em, m: &Mem, at: &str) -> String {
+    let v = em.load(m, at);
+    if m.dt == DType::I32 { em.op(&format!("arith.extsi {v} : i32 to i64")) } else { v }
+}
+
+/// `v` (i64) as an `index` when `0 <= v < n`, else 0.
+fn clamp_index(em: &mut Em, v: &str, n: u64) -> String {
+    let z = em.op("arith.constant 0 : i64");
+    let hi = em.op(&format!("arith.constant {n} : i64"));
+    let a = em.op(&format!("arith.cmpi sge, {v}, {z} : i64"));
+    let b = em.op(&format!("arith.cmpi slt, {v}, {hi} : i64"));
+    let ok = em.op(&format!("arith.andi {a}, {b} : i1"));
+    let c = em.op(&format!("arith.select {ok}, {v}, {z} : i64"));
+    em.op(&format!("arith.index_cast {c} : i64 to index"))
+}
+
+/// An `index` value as i64.
+fn as_i64(em: &mut Em, i: &str) -> String {
+    em.op(&format!("arith.index_cast {i} : index to i64"))
+}
+
+/// `y[p, j, q] = x[p, idx[j], q]`.
+pub(super) fn gather(em: &mut Em, c: &Ctx) -> Result<String, Diag> {
+    let a = axis(c, "axis")?;
+    let (_, n, inner) = split(&c.xs(0), a);
+    let k = c.ins[1].n;
+    let kin = em.ci(k * inner);
+    let p = em.op(&format!("arith.divui {}, {kin} : index", c.idx));
+    let rest = em.op(&format!("arith.remui {}, {kin} : index", c.idx));
+    let inn = em.ci(inner);
+    let j = em.op(&format!("arith.divui {rest}, {inn} : index"));
+    let q = em.op(&format!("arith.remui {rest}, {inn} : index"));
+    let v = index_i64(em, &c.ins[1], &j);
+    let i = clamp_index(em, &v, n);
+    let pn = em.imul_c(&p, n);
+    let row = em.iadd(&pn, &i);
+    let ri = em.imul_c(&row, inner);
+    let src = em.iadd(&ri, &q);
+    Ok(em.load(&c.ins[0], &src))
+}
+
+/// `dx[p, i, q] = sum over j (increasing) with idx[j] == i of dy[p, j, q]`, from +0.0.
+pub(super) fn gather_grad(em: &mut Em, c: &Ctx) -> Result<String, Diag> {
+    let a = axis(c, "axis")?;
+    let (_, n, inner) = split(&c.ys, a);
+    let k = c.ins[0].n;
+    let nin = em.ci(n * inner);
+    let p = em.op(&format!("arith.divui {}, {nin} : index", c.idx));
+    let rest = em.op(&format!("arith.remui {}, {nin} : index", c.idx));
+    let inn = em.ci(inner);
+    let i = em.op(&format!("arith.divui {rest}, {inn} : index"));
+    let q = em.op(&format!("arith.remui {rest}, {inn} : index"));
+    let i64v = as_i64(em, &i);
+    let pk = em.imul_c(&p, k);
+    let zero = em.cf(0.0);
+    let nz = em.cf(-0.0);
+    let (idx_m, dy_m) = (c.ins[0].clone(), c.ins[1].clone());
+    let r = em.for_iter(k, &[(zero, "f32")], &mut |em, j, acc| {
+        let v = index_i64(em, &idx_m, j);
+        let hit = em.op(&format!("arith.cmpi eq, {v}, {i64v} : i64"));
+        let row = em.iadd(&pk, j);
+        let ri = em.imul_c(&row, inner);
+        let at = em.iadd(&ri, &q);
+        let d = em.load(&dy_m, &at);
+        let add = em.op(&format!("arith.select {hit}, {d}, {nz} : f32"));
+        vec![em.fbin("addf", &acc[0], &add)]
+    });
+    Ok(r[0].clone())
+}
+
+/// `y[i] = x[i with i[axis] = idx[i]]`.
+pub(super) fn take_along(em: &mut Em, c: &Ctx) -> Result<String, Diag> {
+    let a = axis(c, "axis")?;
+    let xs = c.xs(0);
+    let is = c.xs(1);
+    let v = index_i64(em, &c.ins[1], c.idx);
+    let i = clamp_index(em, &v, xs[a]);
+    let mut mi = em.delin(c.idx, &is);
+    mi[a] = i;
+    let src = em.lin(&mi, &xs);
+    Ok(em.load(&c.ins[0], &src))
+}
+
+/// `dx[i] = sum over t (increasing) with idx[i with i[axis] = t] == i[axis]
+/// of dy[i with i[axis] = t]`, from +0.0.
+pub(super) fn take_along_grad(em: &mut Em, c: &Ctx) -> Result<String, Diag> {
+    let a = axis(c, "axis")?;
+    let is = c.xs(0);
+    let m = is[a];
+    let ys = c.ys.clone();
+    let mi = em.delin(c.idx, &ys);
+    let target = as_i64(em, &mi[a]);
+    let zero = em.cf(0.0);
+    let nz = em.cf(-0.0);
+    let (idx_m, dy_m) = (c.ins[0].clone(), c.ins[1].clone());
+    let r = em.for_iter(m, &[(zero, "f32")], &mut |em, t, acc| {
+        let mut pos = mi.clone();
+        pos[a] = t.to_string();
+        let at = em.lin(&pos, &is);
+        let v = index_i64(em, &idx_m, &at);
+        let hit = em.op(&format!("arith.cmpi eq, {v}, {target} : i64"));
+        let d = em.load(&dy_m, &at);
+        let add = em.op(&format!("arith.select {hit}, {d}, {nz} : f32"));
+        vec![em.fbin("addf", &acc[0], &add)]
+    });
+    Ok(r[0].clone())
+}
+
+/// Row `n` of the logits: `(m, s)` = (max from -inf, sum of exp(x - m) from -0.0).
+fn row_stats(em: &mut Em, x: &Mem, n: &str, cols: u64) -> (String, String) {
+    let base = em.imul_c(n, cols);
+    let ninf = em.cf(f32::NEG_INFINITY);
+    let m = em.for_iter(cols, &[(ninf, "f32")], &mut |em, j, acc| {
+        let at = em.iadd(&base, j);
+        let v = em.load(x, &at);
+        vec![em.fbin("maxnumf", &acc[0], &v)]
+    })[0]
+        .clone();
+    let nz = em.cf(-0.0);
+    let s = em.for_iter(cols, &[(nz, "f32")], &mut |em, j, acc| {
+        let at = em.iadd(&base, j);
+        let v = em.load(x, &at);
+        let d = em.fbin("subf", &v, &m);
+        let e = em.op(&format!("math.exp {d} : f32"));
+        vec![em.fbin("addf", &acc[0], &e)]
+    })[0]
+        .clone();
+    (m, s)
+}
+
+/// Label `n` as i64 and whether it is kept (`!= ignore_index`).
+fn label(em: &mut Em, labels: &Mem, n: &str, ign: i64) -> (String, String) {
+    let l = index_i64(em, labels, n);
+    let ig = em.op(&format!("arith.constant {ign} : i64"));
+    let kept = em.op(&format!("arith.cmpi ne, {l}, {ig} : i64"));
+    (l, kept)
+}
+
+/// The number of kept labels, as f32 (counted in increasing row order).
+fn kept_count(em: &mut Em, labels: &Mem, rows: u64, ign: i64) -> String {
+    let z = em.cf(0.0);
+    let one = em.cf(1.0);
+    em.for_iter(rows, &[(z, "f32")], &mut |em, n, acc| {
+        let (_, kept) = label(em, labels, n, ign);
+        let inc = em.fbin("addf", &acc[0], &one);
+        vec![em.op(&format!("arith.select {kept}, {inc}, {} : f32", acc[0]))]
+    })[0]
+        .clone()
+}
+
+/// The mean loss over kept rows (the result's only element).
+pub(super) fn cross_entropy(em: &mut Em, c: &Ctx) -> Result<String, Diag> {
+    let xs = c.xs(0);
+    let (rows, cols) = (xs[0], xs[1]);
+    let ign = ignore_index(&c.op.attrs);
+    let (x, labels) = (c.ins[0].clone(), c.ins[1].clone());
+    let nz = em.cf(-0.0);
+    let total = em.for_iter(rows, &[(nz, "f32")], &mut |em, n, acc| {
+        let (l, kept) = label(em, &labels, n, ign);
+        let li = clamp_index(em, &l, cols);
+        let (m, s) = row_stats(em, &x, n, cols);
+        let ls = em.op(&format!("math.log {s} : f32"));
+        let lse = em.fbin("addf", &m, &ls);
+        let base = em.imul_c(n, cols);
+        let at = em.iadd(&base, &li);
+        let xl = em.load(&x, &at);
+        let loss = em.fbin("subf", &lse, &xl);
+        let sum = em.fbin("addf", &acc[0], &loss);
+        vec![em.op(&format!("arith.select {kept}, {sum}, {} : f32", acc[0]))]
+    })[0]
+        .clone();
+    let count = kept_count(em, &labels, rows, ign);
+    Ok(em.fbin("divf", &total, &count))
+}
+
+/// Whether `op` is computed a row at a time by `rows` (its kernel's split
+/// loop runs over rows): `cross_entropy_grad`.
+pub fn row_op(op: &Op) -> Option<()> {
+    (op.kind == OpKind::CrossEntropyGrad).then_some(())
+}
+
+/// Rows `[lo, hi)` of `cross_entropy_grad(logits, labels, dy)` into `out`:
+/// kept rows `(exp(x - m) / s - [c == label]) * (dy / count)`, ignored rows 0.
+pub fn rows(em: &mut Em, f: &Func, op: &Op, ins: &[Mem], out: &Mem, lo: &str, hi: &str) -> Result<(), Diag> {
+    let bad = |m: &str| Diag::error(op.loc.clone(), format!("'{}' op: {m}", op.kind.full_name()));
+    if op.kind != OpKind::CrossEntropyGrad || ins.len() != 3 {
+        return Err(bad("is not a row op"));
+    }
+    let xs = &f.ty(op.operands[0]).shape;
+    let (rows, cols) = (xs[0], xs[1]);
+    let ign = ignore_index(&op.attrs);
+    let (x, labels, dy) = (&ins[0], &ins[1], &ins[2]);
+    if reg_elem(dy.dt) != "f32" {
+        return Err(bad("dy must be a float"));
+    }
+    let count = kept_count(em, labels, rows, ign);
+    let c0 = em.ci(0);
+    let d = em.load(dy, &c0);
+    let g = em.fbin("divf", &d, &count);
+    let one = em.ci(1);
+    super::for_loop(em, lo, hi, &one, "index", &[], &mut |em, n, _| {
+        let (l, kept) = label(em, labels, n, ign);
+        let (m, s) = row_stats(em, x, n, cols);
+        let base = em.imul_c(n, cols);
+        let z = em.cf(0.0);
+        let onef = em.cf(1.0);
+        let (c0, cn, c1) = (em.ci(0), em.ci(cols), em.ci(1));
+        super::for_loop(em, &c0, &cn, &c1, "index", &[], &mut |em, j, _| {
+            let at = em.iadd(&base, j);
+            let v = em.load(x, &at);
+            let dd = em.fbin("subf", &v, &m);
+            let e = em.op(&format!("math.exp {dd} : f32"));
+            let p = em.fbin("divf", &e, &s);
+            let ji = as_i64(em, j);
+            let is_l = em.op(&format!("arith.cmpi eq, {ji}, {l} : i64"));
+            let t = em.op(&format!("arith.select {is_l}, {onef}, {z} : f32"));
+            let pt = em.fbin("subf", &p, &t);
+            let r = em.fbin("mulf", &pt, &g);
+            let y = em.op(&format!("arith.select {kept}, {r}, {z} : f32"));
+            em.store(out, &at, &y);
+            Ok(vec![])
+        })?;
+        Ok(vec![])
+    })?;
+    Ok(())
+}
