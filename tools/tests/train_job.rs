@@ -397,3 +397,33 @@ fn eval_accuracy_for_integer_label_cross_entropy() {
     assert_eq!(acc.len(), 20);
     assert!(acc[0] < 0.6 && acc[19] > 0.95, "per-token accuracy {} -> {}", acc[0], acc[19]);
 }
+
+/// `--params` is read one tensor at a time into the backend (the file is
+/// mapped, not read whole): the parameters `--params-out` wrote for a seed
+/// train exactly as that seed's own (the other arguments from the same
+/// seed), on the interpreter and on cpu.
+#[test]
+fn params_file_trains_as_the_seed_that_wrote_it() {
+    let d = tmp("params");
+    let ck = model_file(&d, "resmlp", &["depth", "2", "width", "8", "batch", "4"]);
+    let (ck, st) = (ck.to_str().unwrap(), d.join("p.safetensors"));
+    let st = st.to_str().unwrap();
+    ok(&[ck, "--seed", "3", "--params-out", st]);
+    let mut backends = vec!["interp"];
+    if cfg!(feature = "lower") {
+        backends.push("cpu");
+    }
+    for b in backends {
+        let (a, p) = (d.join(format!("{b}-seed.json")), d.join(format!("{b}-params.json")));
+        ok(&[ck, "--backend", b, "--train", "--optimizer", "adamw", "--seed", "3", "--steps", "4", "--report", a.to_str().unwrap()]);
+        let out = ok(&[ck, "--backend", b, "--train", "--optimizer", "adamw", "--params", st, "--seed", "3", "--steps", "4", "--report", p.to_str().unwrap()]);
+        assert!(out.contains("parameters from"), "{out}");
+        let (a, p) = (loss_bits(&report(&a)), loss_bits(&report(&p)));
+        assert_eq!(a.len(), 4);
+        assert_eq!(a, p, "{b}: the same losses, bit for bit");
+    }
+    // A file for another model is refused before any step.
+    let other = model_file(&d, "mlp", &["depth", "1", "width", "8", "batch", "4"]);
+    let e = err(&[other.to_str().unwrap(), "--train", "--params", st]);
+    assert!(e.contains("match no {ck.param} argument") || e.contains("no tensor for {ck.param}"), "{e}");
+}

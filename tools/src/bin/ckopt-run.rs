@@ -251,12 +251,27 @@ struct Execution {
 /// file and `--inputs` holds only the other arguments (in order).
 fn choose_inputs(cli: &Cli, f: &Func, loaded: &Loaded) -> Result<(Vec<Tensor>, String), ToolError> {
     let Some(pfile) = &cli.params else { return choose_plain_inputs(cli, f, loaded) };
-    let params = ckopt_tools::params::load_params(pfile, f)?;
-    let mut slots: Vec<Option<Tensor>> = vec![None; f.params.len()];
-    for (i, t) in params {
-        slots[i] = Some(t);
+    let file = ckopt_tools::params::ParamsFile::open(pfile, f)?;
+    let (mut slots, desc) = other_inputs(cli, f, &file, loaded)?;
+    for i in file.args() {
+        if let Some(t) = file.tensor(i) {
+            slots[i] = Some(t?);
+        }
     }
-    let rest: Vec<usize> = (0..f.params.len()).filter(|&i| slots[i].is_none()).collect();
+    let ts: Vec<Tensor> = slots.into_iter().flatten().collect();
+    check_inputs(f, &ts).map_err(|d| ToolError::diag(d, Some(&loaded.source)))?;
+    Ok((ts, desc))
+}
+
+/// With `--params FILE`: the arguments the file does not give (one slot per
+/// argument, `None` for the file's), from `--inputs` (only those, in order)
+/// or generated from `--seed` (the values `--seed` gives them without
+/// `--params`), and the description of where the inputs came from.
+fn other_inputs(cli: &Cli, f: &Func, file: &ckopt_tools::params::ParamsFile, loaded: &Loaded) -> Result<(Vec<Option<Tensor>>, String), ToolError> {
+    let pfile = cli.params.as_deref().unwrap_or_default();
+    let given = file.args();
+    let mut slots: Vec<Option<Tensor>> = vec![None; f.params.len()];
+    let rest: Vec<usize> = (0..f.params.len()).filter(|i| !given.contains(i)).collect();
     let desc = match &cli.inputs {
         Some(path) => {
             let bytes = read_bytes(path)?;
@@ -279,18 +294,13 @@ fn choose_inputs(cli: &Cli, f: &Func, loaded: &Loaded) -> Result<(Vec<Tensor>, S
             format!("file {name}, parameters from {pfile}")
         }
         None => {
-            let ts = try_random_inputs(f, cli.seed).map_err(|d| ToolError::diag(d, Some(&loaded.source)))?;
-            for (slot, t) in slots.iter_mut().zip(ts) {
-                if slot.is_none() {
-                    *slot = Some(t);
-                }
+            for &i in &rest {
+                slots[i] = Some(ckopt_interp::random_arg(f, i, cli.seed).map_err(|d| ToolError::diag(d, Some(&loaded.source)))?);
             }
             format!("seed {}, parameters from {pfile}", cli.seed)
         }
     };
-    let ts: Vec<Tensor> = slots.into_iter().flatten().collect();
-    check_inputs(f, &ts).map_err(|d| ToolError::diag(d, Some(&loaded.source)))?;
-    Ok((ts, desc))
+    Ok((slots, desc))
 }
 
 /// The element types of `f`'s arguments (the tensor JSON's default dtypes).
@@ -702,10 +712,12 @@ impl Observer for Progress {
     }
 }
 
-/// The initial arguments of a training run: given (a file, `--params`), or
-/// generated from a seed one argument at a time.
+/// The initial arguments of a training run: given (`--inputs`), read from
+/// `--params` one tensor at a time (the other arguments given or
+/// generated), or generated from a seed one argument at a time.
 enum Inputs {
     Given(Vec<Tensor>),
+    Params { file: ckopt_tools::params::ParamsFile, others: Vec<Option<Tensor>> },
     Seed(u64),
 }
 
@@ -756,6 +768,10 @@ fn train_mode(cli: &Cli, loaded: &Loaded, func: &str, inputs_desc: &str, inputs:
                 slots.get_mut(i).and_then(Option::take).ok_or_else(|| format!("no input {i}"))
             })
         }
+        Inputs::Params { file, mut others } => ckopt_train::job::set_initial_args(exec.as_dyn(), &step_fn, &sig, n_inputs, |i| match file.tensor(i) {
+            Some(t) => t.map_err(|e| e.render("ckopt-run").trim_end().to_string()),
+            None => others.get_mut(i).and_then(Option::take).ok_or_else(|| format!("no input {i}")),
+        }),
         Inputs::Seed(seed) => ckopt_train::job::set_initial_args(exec.as_dyn(), &step_fn, &sig, n_inputs, |i| {
             ckopt_interp::random_arg(&loss_fn, i, seed).map_err(|d| d.message)
         }),
@@ -980,6 +996,12 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
         && cli.params.is_none()
     {
         return train_mode(cli, &loaded, &func, &format!("seed {}", cli.seed), Inputs::Seed(cli.seed));
+    }
+    if let (Mode::Train, Some(pfile)) = (&mode, &cli.params) {
+        // Read one tensor at a time into the backend (no host copy of the file).
+        let file = ckopt_tools::params::ParamsFile::open(pfile, f)?;
+        let (slots, desc) = other_inputs(cli, f, &file, &loaded)?;
+        return train_mode(cli, &loaded, &func, &desc, Inputs::Params { file, others: slots });
     }
     let (inputs, inputs_desc) = choose_inputs(cli, f, &loaded)?;
     match mode {
