@@ -1,6 +1,8 @@
 //! ckopt: the embedding API for other frontends (a thin facade over the
-//! workspace's crates: the logic lives in them, this crate wires it). The
-//! Python package (`python/`, `import ckopt`) is built on it.
+//! workspace's crates: the logic lives in them, this crate wires it; the
+//! one piece of its own is `split_gradient`, the cut a frontend with its
+//! own autograd needs). The Python package (`python/`, `import ckopt`) is
+//! built on it.
 //!
 //! 1. Get a module: `parse` ck IR text, `load` a file, `model`/`gen_model`
 //!    a benchmark model, or build one with `Func::push` (re-exported IR
@@ -24,12 +26,19 @@
 //!    plus its parameter values (`Params`, in `{ck.param}` argument order),
 //!    `params_tensors` makes them `Tensor`s; `read_params`/`write_params`
 //!    are safetensors; `arg_name` is an argument's name there.
+//! 7. `split_gradient` cuts a planned `@NAME_grad` into its forward and
+//!    backward halves and the values kept between them, for a frontend
+//!    whose own autograd runs the step (the Python package's
+//!    `ckopt.torch`); each half is a ck function.
 //!
 //! Errors are `Error` values: an `ErrorKind` (what failed), diagnostics and
 //! the source they point into (`render` is the tools' text); no call panics
 //! on bad input.
 
 use std::fmt;
+
+mod split;
+pub use split::{GradientSplit, split_gradient};
 
 pub use ckopt_interp::{ShapeError, Tensor};
 pub use ckopt_ir::{Attr, Attrs, DType, Diag, Diags, Func, Loc, Module, OpKind, TensorType, ValueId, attrs};

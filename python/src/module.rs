@@ -9,7 +9,7 @@ use crate::errors::{Failure, attached, detached};
 use crate::json_value;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -123,6 +123,49 @@ impl Module {
         if func.is_some() { v.get_item(0) } else { Ok(v) }
     }
 
+    /// The structure of function `func`, for a frontend that generates
+    /// code from it (ckopt.torch's aten executor): a dict with `args`
+    /// (one dict per argument: `value`, `name`, `shape`, `dtype`, `attrs`),
+    /// `ops` (schedule order, without the return: `kind` without `ck.`,
+    /// `operands` and `result` as value numbers, the result's `shape` and
+    /// `dtype`, `attrs` by name: unit attributes are `True`, arrays lists,
+    /// dense elements `{"shape", "data"}`) and `results` (value numbers).
+    /// Value numbers are unique within the function. Raises `CompileError`
+    /// (no such function).
+    fn ops<'py>(&self, py: Python<'py>, func: &str) -> PyResult<Bound<'py, PyDict>> {
+        let f = attached(py, || self.m.func(func).cloned().ok_or_else(|| {
+            let names: Vec<String> = self.m.funcs.iter().map(|f| format!("@{}", f.name)).collect();
+            Failure::Api(ckopt::Error::new(
+                ckopt::ErrorKind::Compile,
+                ckopt::Diag::error(ckopt::Loc::unknown(), format!("no function @{func} in the module (functions: {})", names.join(", "))),
+                None,
+            ))
+        }))?;
+        func_to_py(py, &f)
+    }
+
+    /// Splits the planned gradient function `grad` of the loss function
+    /// `func` at its seed (`ckopt::split_gradient`): a dict with `module`
+    /// (a Module of the two halves), `forward` and `backward` (their
+    /// names), `n_aux` (results of `func` after the loss; the forward
+    /// returns the loss, those, then the kept values), `n_kept`,
+    /// `backward_args` (indices of `grad`'s arguments the backward takes,
+    /// before the kept values and the loss's gradient `dy`) and `wrt` (the
+    /// argument index of each gradient the backward returns). Raises
+    /// `CompileError`.
+    fn split_gradient<'py>(&self, py: Python<'py>, func: &str, grad: &str) -> PyResult<Bound<'py, PyDict>> {
+        let s = attached(py, || ckopt::split_gradient(&self.m, func, grad).map_err(api(self.src())))?;
+        let d = PyDict::new(py);
+        d.set_item("module", Module { m: s.module(), source: None })?;
+        d.set_item("forward", &s.forward.name)?;
+        d.set_item("backward", &s.backward.name)?;
+        d.set_item("n_aux", s.n_aux)?;
+        d.set_item("n_kept", s.n_kept)?;
+        d.set_item("backward_args", &s.backward_args)?;
+        d.set_item("wrt", &s.wrt)?;
+        Ok(d)
+    }
+
     /// Compiles `func` for `target` (`"interp"`, `"cpu"` or `"cuda"`); cpu
     /// and cuda plan an unplanned function with `fuse,memplan` first. The
     /// GIL is released while it compiles. Raises `CompileError`.
@@ -133,6 +176,68 @@ impl Module {
         let c = detached(py, || ckopt::compile(&self.m, func, t).map_err(api(src)))?;
         Ok(Compiled::new(c, target, self.source.clone()))
     }
+}
+
+fn attr_to_py<'py>(py: Python<'py>, a: &ckopt::Attr) -> PyResult<Bound<'py, PyAny>> {
+    use ckopt::Attr;
+    Ok(match a {
+        Attr::Unit => true.into_pyobject(py)?.to_owned().into_any(),
+        Attr::Bool(b) => b.into_pyobject(py)?.to_owned().into_any(),
+        Attr::Int(i) => i.into_pyobject(py)?.into_any(),
+        Attr::F32(x) => (*x as f64).into_pyobject(py)?.into_any(),
+        Attr::IntArray(v) => PyList::new(py, v)?.into_any(),
+        Attr::Str(t) => t.into_pyobject(py)?.into_any(),
+        Attr::Dense { shape, data } => {
+            let d = PyDict::new(py);
+            d.set_item("shape", shape)?;
+            d.set_item("data", data)?;
+            d.into_any()
+        }
+    })
+}
+
+fn attrs_to_py<'py>(py: Python<'py>, attrs: &ckopt::Attrs) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    for (k, v) in attrs {
+        d.set_item(k, attr_to_py(py, v)?)?;
+    }
+    Ok(d)
+}
+
+fn type_items(d: &Bound<'_, PyDict>, t: &ckopt::TensorType) -> PyResult<()> {
+    d.set_item("shape", PyTuple::new(d.py(), &t.shape)?)?;
+    d.set_item("dtype", t.dtype.name())
+}
+
+/// `Module.ops`'s dict of one function.
+fn func_to_py<'py>(py: Python<'py>, f: &ckopt::Func) -> PyResult<Bound<'py, PyDict>> {
+    let args = PyList::empty(py);
+    for p in &f.params {
+        let a = PyDict::new(py);
+        a.set_item("value", p.value.0)?;
+        a.set_item("name", f.name_of(p.value))?;
+        type_items(&a, f.ty(p.value))?;
+        a.set_item("attrs", attrs_to_py(py, &p.attrs)?)?;
+        args.append(a)?;
+    }
+    let ops = PyList::empty(py);
+    for op in f.body.iter().filter(|o| o.kind != ckopt::OpKind::Return) {
+        let o = PyDict::new(py);
+        o.set_item("kind", op.kind.name())?;
+        o.set_item("operands", op.operands.iter().map(|v| v.0).collect::<Vec<_>>())?;
+        o.set_item("result", op.result.map(|v| v.0))?;
+        if let Some(r) = op.result {
+            type_items(&o, f.ty(r))?;
+        }
+        o.set_item("attrs", attrs_to_py(py, &op.attrs)?)?;
+        ops.append(o)?;
+    }
+    let d = PyDict::new(py);
+    d.set_item("name", &f.name)?;
+    d.set_item("args", args)?;
+    d.set_item("ops", ops)?;
+    d.set_item("results", f.returned().iter().map(|v| v.0).collect::<Vec<_>>())?;
+    Ok(d)
 }
 
 /// Parses and verifies ck IR text; `filename` names it in diagnostics.

@@ -157,3 +157,57 @@ def test_import_onnx_errors(tmp_path):
         ckopt.import_onnx(bad, loss="l1")
     with pytest.raises(TypeError, match="takes a path"):
         ckopt.import_onnx(3)
+
+
+OPS_TEXT = """module {
+  func.func @f(%x: tensor<2x3xf32>, %w: tensor<3xf32> {ck.param}, %i: tensor<2xi64>) -> (tensor<f32>, tensor<2xf32>) {
+    %b = "ck.broadcast"(%w) {dims = [1]} : (tensor<3xf32>) -> tensor<2x3xf32>
+    %y = "ck.mul"(%x, %b) : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+    %s = "ck.scale"(%y) {value = 0.25 : f32} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+    %l = "ck.reduce_sum"(%s) {dims = [0, 1]} : (tensor<2x3xf32>) -> tensor<f32>
+    %j = "ck.reshape"(%i) : (tensor<2xi64>) -> tensor<2x1xi64>
+    %g = "ck.take_along"(%y, %j) {axis = 1 : i64} : (tensor<2x3xf32>, tensor<2x1xi64>) -> tensor<2x1xf32>
+    %r = "ck.reshape"(%g) : (tensor<2x1xf32>) -> tensor<2xf32>
+    "ck.return"(%l, %r) : (tensor<f32>, tensor<2xf32>) -> ()
+  }
+}
+"""
+
+
+def test_ops_is_the_function_structure():
+    text = OPS_TEXT
+    d = ckopt.parse(text).ops("f")
+    assert [(a["name"], a["shape"], a["dtype"], a["attrs"]) for a in d["args"]] == [
+        ("x", (2, 3), "f32", {}), ("w", (3,), "f32", {"ck.param": True}), ("i", (2,), "i64", {})]
+    kinds = [o["kind"] for o in d["ops"]]
+    assert kinds == ["broadcast", "mul", "scale", "reduce_sum", "reshape", "take_along", "reshape"]
+    by = {o["result"]: o for o in d["ops"]}
+    x, w, i = (a["value"] for a in d["args"])
+    b, y, s, l, j, g, r = (o["result"] for o in d["ops"])
+    assert len({x, w, i, b, y, s, l, j, g, r}) == 10, "value numbers are unique"
+    assert by[y]["operands"] == [x, b] and by[g]["operands"] == [y, j]
+    assert by[b]["attrs"] == {"dims": [1]} and by[s]["attrs"] == {"value": 0.25} and by[g]["attrs"] == {"axis": 1}
+    assert (by[l]["shape"], by[l]["dtype"]) == ((), "f32") and by[j]["dtype"] == "i64"
+    assert d["results"] == [l, r]
+    with pytest.raises(ckopt.CompileError, match="no function @g"):
+        ckopt.parse(text).ops("g")
+
+
+def test_split_gradient_halves_run_to_the_gradient():
+    m = ckopt.gen("mlp", depth=3, width=8, batch=2).optimize("autodiff,inplace,remat{mode=log}")
+    s = m.split_gradient("mlp", "mlp_grad")
+    whole = m.compile("mlp_grad", "interp")
+    args = whole.random_inputs(1)
+    want = whole.run(*args)
+    halves = s["module"]
+    assert halves.functions == [s["forward"], s["backward"]]
+    fwd = halves.compile(s["forward"], "interp").run(*args)
+    assert len(fwd) == 1 + s["n_aux"] + s["n_kept"]
+    np.testing.assert_array_equal(fwd[0], want[0])
+    bargs = [args[i] for i in s["backward_args"]] + list(fwd[1 + s["n_aux"]:]) + [np.float32(1.0)]
+    grads = halves.compile(s["backward"], "interp").run(*bargs)
+    assert len(grads) == len(s["wrt"]) == len(want) - 1
+    for g, w in zip(grads, want[1:]):
+        np.testing.assert_array_equal(g, w)
+    with pytest.raises(ckopt.CompileError, match="no seed"):
+        m.split_gradient("mlp", "mlp")

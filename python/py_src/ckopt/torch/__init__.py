@@ -248,12 +248,11 @@ class _Capture:
             self.planned = self.ck.optimize(self.pipeline) if self.pipeline else self.ck
             self.report_module = self.planned.optimize("fuse,memplan")
             self.report_func = _FUNC
-            f, types = _plan.forward_only(self.planned.text, _FUNC)
             if o["executor"] == "ckopt":
-                self.run_forward = _plan.CkoptForward(f, types)
-                self.source = self.run_forward.module.text
+                self.run_forward = _plan.CkoptForward(self.planned, _FUNC)
+                self.source = self.planned.text
             else:
-                self.run_forward, self.source = _plan.gen_forward(f, types, self.device)
+                self.run_forward, self.source = _plan.gen_forward(self.planned, _FUNC, self.device)
             return
         if o["pipeline"] is not None:
             pipe = o["pipeline"]
@@ -271,7 +270,7 @@ class _Capture:
         rep = self.planned.memory_report(_GRAD)
         self.report_module = self.planned if rep.get("arena_bytes") is not None else self.planned.optimize("fuse,memplan")
         self.report_func = _GRAD
-        self.split = _plan.split(self.planned.text, _FUNC, _GRAD)
+        self.split = _plan.split(self.planned, _FUNC, _GRAD)
         if o["executor"] == "ckopt":
             self.runner = _plan.CkoptRunner(self.split)
             self.source = self.runner.text

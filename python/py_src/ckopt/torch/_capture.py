@@ -24,9 +24,20 @@ from typing import Any, Callable
 
 import torch
 
-from ._ir import Type
-
 aten = torch.ops.aten
+
+
+@dataclasses.dataclass(frozen=True)
+class Type:
+    """A ck tensor type of the function being built."""
+
+    shape: tuple[int, ...]
+    dtype: str
+
+    def __str__(self) -> str:
+        if not self.shape:
+            return f"tensor<{self.dtype}>"
+        return "tensor<" + "x".join(map(str, self.shape)) + "x" + self.dtype + ">"
 
 
 class UnsupportedError(Exception):

@@ -1,23 +1,17 @@
-"""The forward/backward split of a planned gradient function, and the two
-executors that run it.
+"""The two executors of a planned gradient function's halves.
 
-`@f_grad` after ckopt's passes is one schedule: the forward ops, the seed
-`fill 1.0` of the backward, then the backward with the recompute clones
-(`ck.recompute`) that remat inserted. The split cuts it at the seed:
+ckopt cuts the planned `@f_grad` at its seed into a forward and a backward
+(`ckopt.Module.split_gradient`, docs/torch.md): the forward returns the loss,
+the loss function's other results, then the values the plan keeps; the
+backward takes the arguments it reads, the kept values and the loss's
+gradient `dy`, and returns one gradient per differentiated argument. Here
+each half is read through `Module.ops` (op kind, operands, result, type,
+attributes) and run:
 
-* forward = the ops the loss depends on (none of them is a recompute clone),
-  then the ops of `@f` that compute its other results (the model's other
-  outputs, BatchNorm's new running statistics), renamed `aux_*`;
-* kept = the forward values that the backward reads: exactly what the plan
-  keeps across the boundary (remat dropped the rest, and recomputes it);
-* backward = every other op, in schedule order, with the seed replaced by
-  the incoming gradient `dy` of the loss (the backward is linear in it).
-
-`executor="aten"` turns each schedule into Python source once (one torch
-call per ck op, `del` where the value dies, ATen's in-place variant where
+`executor="aten"` turns each half into Python source once (one torch call
+per ck op, `del` where the value dies, ATen's in-place variant where
 `inplace` marked the op and the buffer has no other live alias);
-`executor="ckopt"` prints each as a ck function and compiles it with
-ckopt's cpu backend.
+`executor="ckopt"` compiles each half with ckopt's cpu backend.
 """
 
 from __future__ import annotations
@@ -27,8 +21,6 @@ import struct
 
 import numpy as np
 import torch
-
-from ._ir import Arg, Func, Op, Type, parse_module, print_func
 
 _INPLACE_FN = {  # ck op -> torch function taking out=
     "add": "torch.add", "sub": "torch.sub", "mul": "torch.mul", "div": "torch.div",
@@ -84,125 +76,48 @@ def dropout(x: torch.Tensor, rate: float, seed: int, step: torch.Tensor | None) 
 
 @dataclasses.dataclass
 class Split:
-    fwd_args: list[Arg]
-    fwd_body: list[Op]
-    fwd_results: list[str]  # loss, aux..., kept...
+    """ckopt's split of the planned gradient (Module.split_gradient)."""
+
+    module: object  # ckopt.Module with the two halves
+    forward: str
+    backward: str
     n_aux: int
-    kept: list[str]
-    bwd_arg_idx: list[int]  # indices into fwd_args that the backward reads
-    bwd_body: list[Op]
-    bwd_results: list[str]  # one gradient per wrt argument
-    seed: str
-    types: dict[str, Type]
-    wrt: list[int]  # fwd argument indices that get gradients, in order
+    n_kept: int
+    bwd_arg_idx: list[int]  # indices of the gradient's arguments the backward reads
+    wrt: list[int]  # argument indices that get gradients, in the backward's result order
 
 
-def split(module_text: str, fname: str, gname: str) -> Split:
-    funcs = parse_module(module_text)
-    f, g = funcs[fname], funcs[gname]
-    types: dict[str, Type] = {a.name: a.type for a in g.args}
-    for op in g.body:
-        if op.result is not None:
-            types[op.result] = op.result_type
-    loss = g.results[0]
-    need, fwd_ix = {loss}, set()
-    for i in range(len(g.body) - 1, -1, -1):
-        op = g.body[i]
-        if op.result in need and "ck.recompute" not in op.attrs:
-            fwd_ix.add(i)
-            need.update(op.operands)
-    seed_ix = None
-    for i, op in enumerate(g.body):
-        if i in fwd_ix:
-            continue
-        if op.kind == "fill" and op.result_type == Type((), "f32") and op.attrs.get("value") == 1.0:
-            seed_ix = i
-            break
-    if seed_ix is None:
-        raise RuntimeError(f"@{gname} has no seed `fill 1.0` (was it built by autodiff?)")
-    seed = g.body[seed_ix].result
-    fwd = [g.body[i] for i in sorted(fwd_ix)]
-    fwd_defs = {op.result: op.result_type for op in fwd}
-    argnames = {a.name for a in g.args}
-
-    # Aux results of @f (other outputs, buffer updates), computed after the
-    # forward from what it already has.
-    fdefs = {op.result: op for op in f.body}
-    fargs = {a.name for a in f.args}
-    aux_ops: list[Op] = []
-    aux_name: dict[str, str] = {}
-
-    def aux(v: str) -> str:
-        if v in fargs or (v in fwd_defs and fwd_defs[v] == fdefs[v].result_type):
-            return v
-        if v in aux_name:
-            return aux_name[v]
-        op = fdefs[v]
-        ops = [aux(o) for o in op.operands]
-        name = "aux_" + v
-        aux_ops.append(dataclasses.replace(op, result=name, operands=ops, attrs=dict(op.attrs)))
-        types[name] = op.result_type
-        aux_name[v] = name
-        return name
-
-    aux_results = [aux(r) for r in f.results[1:]]
-    bwd = [op for i, op in enumerate(g.body) if i not in fwd_ix and i != seed_ix]
-    bwd_uses: list[str] = []
-    seen = set()
-    for op in bwd:
-        for o in op.operands:
-            if o not in seen:
-                seen.add(o)
-                bwd_uses.append(o)
-    for r in g.results[1:]:
-        if r not in seen:
-            seen.add(r)
-            bwd_uses.append(r)
-    kept = [v for v in bwd_uses if v in fwd_defs]
-    bwd_arg_idx = [i for i, a in enumerate(g.args) if a.name in seen]
-    # wrt: the gradient function's results after the loss follow the
-    # {ck.param} arguments in order.
-    params = [i for i, a in enumerate(g.args) if "ck.param" in a.attrs]
-    if not params:
-        params = [i for i, a in enumerate(g.args) if a.type.dtype == "f32"]
-    return Split(
-        fwd_args=g.args,
-        fwd_body=fwd + aux_ops,
-        fwd_results=[loss] + aux_results + kept,
-        n_aux=len(aux_results),
-        kept=kept,
-        bwd_arg_idx=bwd_arg_idx,
-        bwd_body=bwd,
-        bwd_results=g.results[1:],
-        seed=seed,
-        types=types,
-        wrt=params,
-    )
+def split(planned, fname: str, gname: str) -> Split:
+    d = planned.split_gradient(fname, gname)
+    return Split(d["module"], d["forward"], d["backward"], d["n_aux"], d["n_kept"], list(d["backward_args"]), list(d["wrt"]))
 
 
-def forward_only(module_text: str, fname: str):
-    """A function without a gradient (eval mode, non-scalar outputs): its ops
-    as one forward schedule."""
-    f = parse_module(module_text)[fname]
-    types = {a.name: a.type for a in f.args}
-    for op in f.body:
-        if op.result is not None:
-            types[op.result] = op.result_type
-    return f, types
+@dataclasses.dataclass
+class Fn:
+    """One function's structure (Module.ops): values are numbers."""
+
+    args: list[int]
+    ops: list[dict]
+    results: list[int]
+    types: dict[int, tuple[tuple[int, ...], str]]  # value -> (shape, dtype)
+
+
+def structure(module, name: str) -> Fn:
+    d = module.ops(name)
+    types = {a["value"]: (tuple(a["shape"]), a["dtype"]) for a in d["args"]}
+    for op in d["ops"]:
+        if op["result"] is not None:
+            types[op["result"]] = (tuple(op["shape"]), op["dtype"])
+    return Fn([a["value"] for a in d["args"]], d["ops"], list(d["results"]), types)
 
 
 # ---------------------------------------------------------------------------
 # aten executor: Python source per schedule
 
 
-def _py_names(names):
-    return {n: f"v{i}" for i, n in enumerate(names)}
-
-
-def _expr(op: Op, a: list[str], types: dict[str, Type], out: str | None) -> str:
-    k, at = op.kind, op.attrs
-    rt = op.result_type
-    shape = tuple(rt.shape) if rt is not None else ()
+def _expr(op: dict, a: list[str], types: dict, out: str | None) -> str:
+    k, at = op["kind"], op["attrs"]
+    shape = tuple(op["shape"]) if op["result"] is not None else ()
     o = f", out={out}" if out else ""
     if k in ("neg", "exp", "log", "tanh", "sigmoid", "sqrt", "rsqrt", "erf"):
         return f"torch.{k}({a[0]}{o})"
@@ -215,12 +130,12 @@ def _expr(op: Op, a: list[str], types: dict[str, Type], out: str | None) -> str:
     if k == "scale":
         return f"torch.mul({a[0]}, {float(at['value'])!r}{o})"
     if k == "fill":
-        return f"torch.full({shape!r}, {float(at['value'])!r}, dtype={_DT[rt.dtype]}, device=_dev)"
+        return f"torch.full({shape!r}, {float(at['value'])!r}, dtype={_DT[op['dtype']]}, device=_dev)"
     if k == "relu_grad":
         return f"torch.ops.aten.threshold_backward({a[1]}, {a[0]}, 0)"
     if k == "broadcast":
         dims = at["dims"]
-        src = types[op.operands[0]].shape
+        src = types[op["operands"][0]][0]
         mid = [1] * len(shape)
         for i, d in enumerate(dims):
             mid[d] = src[i]
@@ -278,43 +193,39 @@ def _maxpool_grad(x, dy, window, stride):
     return torch.ops.aten.max_pool2d_with_indices_backward(dy, x, window, stride, [0, 0], [1, 1], False, idx)
 
 
-def gen_schedule(name: str, args: list[str], body: list[Op], results: list[str], types: dict[str, Type],
-                 rename: dict[str, str] | None = None, from_list: bool = False) -> str:
-    """Python source of one schedule: `def name(args): ...; return (results)`.
+def gen_schedule(name: str, fn: Fn, from_list: bool = False) -> str:
+    """Python source of one function: `def name(args): ...; return (results)`.
     With from_list, the function takes one list of the arguments and empties
     it, so no caller's reference keeps a value alive past its last use."""
-    rename = dict(rename or {})
-    py = _py_names(list(args) + [op.result for op in body if op.result is not None])
-    for k, v in rename.items():
-        py[k] = py[v]
-    last: dict[str, int] = {}
+    args, body, results, types = fn.args, fn.ops, fn.results, fn.types
+    py = lambda v: f"v{v}"  # noqa: E731
+    last: dict[int, int] = {}
     for i, op in enumerate(body):
-        for o in op.operands:
-            last[rename.get(o, o)] = i
-    keep = set(rename.get(r, r) for r in results) | set(args)
+        for o in op["operands"]:
+            last[o] = i
+    keep = set(results) | set(args)
     # alias groups: views share their operand's storage
-    group: dict[str, str] = {a: a for a in args}
-    members: dict[str, list[str]] = {a: [a] for a in args}
+    group: dict[int, int] = {a: a for a in args}
+    members: dict[int, list[int]] = {a: [a] for a in args}
     if from_list:
-        lines = [f"def {name}(_args):", f"    ({''.join(py[a] + ', ' for a in args)}) = _args", "    _args.clear()"]
+        lines = [f"def {name}(_args):", f"    ({''.join(py(a) + ', ' for a in args)}) = _args", "    _args.clear()"]
     else:
-        lines = [f"def {name}({', '.join(py[a] for a in args)}):"]
-    dead: set[str] = set()
+        lines = [f"def {name}({', '.join(py(a) for a in args)}):"]
+    dead: set[int] = set()
     for i, op in enumerate(body):
-        ops = [rename.get(o, o) for o in op.operands]
-        a = [py[o] for o in ops]
+        ops = op["operands"]
+        a = [py(o) for o in ops]
         out = None
-        if "ck.inplace" in op.attrs and op.kind in _INPLACE_FN:
-            n = int(op.attrs["ck.inplace"])
-            src = ops[n]
+        r = op["result"]
+        if "ck.inplace" in op["attrs"] and op["kind"] in _INPLACE_FN:
+            src = ops[int(op["attrs"]["ck.inplace"])]
             g = group.get(src, src)
             live_alias = [m for m in members.get(g, [src]) if m != src and m not in dead and last.get(m, -1) > i]
             if (src == g and g not in args and src not in keep and last.get(src, -1) == i
-                    and not live_alias and types[src] == op.result_type):
-                out = py[src]
-        r = op.result
-        lines.append(f"    {py[r]} = {_expr(op, a, types, out)}")
-        if op.kind in _VIEW_OPS:
+                    and not live_alias and types[src] == types[r]):
+                out = py(src)
+        lines.append(f"    {py(r)} = {_expr(op, a, types, out)}")
+        if op["kind"] in _VIEW_OPS:
             g = group.get(ops[0], ops[0])
             group[r] = g
             members.setdefault(g, [g]).append(r)
@@ -327,8 +238,8 @@ def gen_schedule(name: str, args: list[str], body: list[Op], results: list[str],
         for fv in frees:
             dead.add(fv)
         if frees:
-            lines.append("    del " + ", ".join(py[x] for x in dict.fromkeys(frees)))
-    lines.append(f"    return ({', '.join(py[rename.get(r, r)] for r in results)},)")
+            lines.append("    del " + ", ".join(py(x) for x in dict.fromkeys(frees)))
+    lines.append(f"    return ({', '.join(py(r) for r in results)},)")
     return "\n".join(lines)
 
 
@@ -343,26 +254,23 @@ class AtenRunner:
 
     def __init__(self, s: Split, device):
         self.s = s
-        names = [a.name for a in s.fwd_args]
-        fwd_src = gen_schedule("fwd", names, s.fwd_body, s.fwd_results, s.types)
-        bwd_args = [names[i] for i in s.bwd_arg_idx] + s.kept + [s.seed]
-        bwd_src = gen_schedule("bwd", bwd_args, s.bwd_body, s.bwd_results, s.types, from_list=True)
+        fwd_src = gen_schedule("fwd", structure(s.module, s.forward))
+        bwd_src = gen_schedule("bwd", structure(s.module, s.backward), from_list=True)
         self.source = fwd_src + "\n\n" + bwd_src + "\n"
         g = _namespace(device)
         exec(compile(self.source, "<ckopt.torch schedule>", "exec"), g)
         self.fwd, self.bwd_list = g["fwd"], g["bwd"]
 
 
-def gen_forward(f: Func, types, device):
-    names = [a.name for a in f.args]
-    src = gen_schedule("fwd", names, f.body, f.results, types)
+def gen_forward(module, fname: str, device):
+    src = gen_schedule("fwd", structure(module, fname))
     g = _namespace(device)
     exec(compile(src, "<ckopt.torch forward>", "exec"), g)
     return g["fwd"], src
 
 
 # ---------------------------------------------------------------------------
-# ckopt executor: the two schedules as ck functions on ckopt's cpu backend
+# ckopt executor: the two halves on ckopt's cpu backend
 
 
 def _np(t: torch.Tensor):
@@ -374,23 +282,10 @@ def _np(t: torch.Tensor):
 
 class CkoptRunner:
     def __init__(self, s: Split, target: str = "cpu"):
-        import ckopt
-
         self.s = s
-        fargs = s.fwd_args
-        bargs = [fargs[i] for i in s.bwd_arg_idx] + [Arg(k, s.types[k], "") for k in s.kept] + [
-            Arg("dy", Type((), "f32"), "")]
-        body = [dataclasses.replace(op, operands=["dy" if o == s.seed else o for o in op.operands]) for op in s.bwd_body]
-        results = ["dy" if r == s.seed else r for r in s.bwd_results]
-        types = dict(s.types)
-        types["dy"] = Type((), "f32")
-        clean = lambda a: Arg(a.name, a.type, "")  # noqa: E731
-        text = "module {\n" + print_func("fwd", [clean(a) for a in fargs], s.fwd_body, s.fwd_results, types) + "\n"
-        text += print_func("bwd", [clean(a) for a in bargs], body, results, types) + "\n}\n"
-        self.text = text
-        self.module = ckopt.parse(text, "<ckopt.torch split>")
-        self.cf = self.module.compile("fwd", target)
-        self.cb = self.module.compile("bwd", target)
+        self.text = s.module.text
+        self.cf = s.module.compile(s.forward, target)
+        self.cb = s.module.compile(s.backward, target)
 
     def fwd(self, *ts):
         return tuple(torch.from_numpy(np.asarray(o)) for o in self.cf.run(*[_np(t) for t in ts]))
@@ -402,13 +297,9 @@ class CkoptRunner:
 
 
 class CkoptForward:
-    def __init__(self, f: Func, types, target="cpu"):
-        import ckopt
-
-        clean = [Arg(a.name, a.type, "") for a in f.args]
-        text = "module {\n" + print_func("fwd", clean, f.body, f.results, types) + "\n}\n"
-        self.module = ckopt.parse(text, "<ckopt.torch forward>")
-        self.c = self.module.compile("fwd", target)
+    def __init__(self, module, fname: str, target="cpu"):
+        self.module = module
+        self.c = module.compile(fname, target)
 
     def __call__(self, *ts):
         return tuple(torch.from_numpy(np.asarray(o)) for o in self.c.run(*[_np(t) for t in ts]))
