@@ -2,8 +2,9 @@
 """ckopt's cpu backend side by side with JAX (XLA's CPU backend), in one run.
 
 Usage: bench/cpu-vs-jax.py [--quick] [--rounds N] [--only NAME,...]
+  (NAME: mlp, resmlp, resnet, adamw, remat, compile, matmul)
 
-Creates a virtual environment with JAX and numpy (CKOPT_BENCH_VENV, default
+Creates a virtual environment with JAX, optax and numpy (CKOPT_BENCH_VENV, default
 target/bench-venv; pinned versions below) unless it exists, builds the
 release tools if missing (CKOPT_BIN_DIR, default target/release), then for
 each model runs ckopt (`ckopt-opt` pipeline, then `ckopt-run --backend cpu
@@ -15,6 +16,8 @@ raw results as JSON lines to RESULTS_DIR (default target/bench).
 
 Rows (the issue's targets):
   mlp/resmlp/resnet training steps, ratio ckopt / JAX (target <= 1.25);
+  the same models' AdamW steps (ckopt's `adamw` pass against optax.adamw,
+  same hyperparameters; issue 22's target <= 1.25), `--only adamw` for these alone;
   remat{mode=sqrt} vs no remat, mlp depth 100 width 256 batch 512 (target <= 1.35, smaller arena);
   compile time (ckopt-run's compile_ms) of mlp and resmlp, depth 1000, width 1024, batch 32 (target <= 3 s; not with --quick);
   one 256x1024x1024 matmul: ckopt's GEMM vs numpy's sgemm (target >= 60%).
@@ -26,8 +29,10 @@ BIN = os.environ.get("CKOPT_BIN_DIR", os.path.join(ROOT, "target", "release"))
 VENV = os.environ.get("CKOPT_BENCH_VENV", os.path.join(ROOT, "target", "bench-venv"))
 RESULTS = os.environ.get("RESULTS_DIR", os.path.join(ROOT, "target", "bench"))
 PEER = os.path.join(ROOT, "bench", "peers", "jax_step.py")
-PINS = ["jax==0.10.2", "jaxlib==0.10.2", "numpy==2.4.6"]
-PIPELINE = "autodiff,inplace,sgd{{lr=0.01}},fuse,{remat}memplan"
+PINS = ["jax==0.10.2", "jaxlib==0.10.2", "numpy==2.4.6", "optax==0.2.8"]
+PIPELINE = "autodiff,inplace,{opt},fuse,{remat}memplan"
+# The update rules: SGD, and AdamW with the adamw pass's defaults (jax_step.py uses the same).
+OPT = {"sgd": "sgd{lr=0.01}", "adamw": "adamw{lr=0.001 beta1=0.9 beta2=0.999 eps=1e-8 weight_decay=0.01}"}
 
 
 def sh(cmd, **kw):
@@ -36,7 +41,10 @@ def sh(cmd, **kw):
 
 def ensure_venv():
     py = os.path.join(VENV, "bin", "python")
+    if os.path.exists(py) and subprocess.run([py, "-c", "import jax, optax"], capture_output=True).returncode == 0:
+        return py
     if os.path.exists(py):
+        sh([py, "-m", "pip", "install", "-q"] + PINS)
         return py
     print(f"# creating {VENV} with {' '.join(PINS)}", file=sys.stderr)
     try:
@@ -59,7 +67,7 @@ def tool(name):
     return os.path.join(BIN, name)
 
 
-def ckopt_train(tmp, model, depth, width, batch, remat, steps):
+def ckopt_train(tmp, model, depth, width, batch, remat, steps, opt="sgd"):
     """ckopt-gen | ckopt-opt PIPELINE | ckopt-run --backend cpu --train: (report, step times)."""
     gen = ["--depth", str(depth)]
     if model == "resnet":
@@ -70,7 +78,7 @@ def ckopt_train(tmp, model, depth, width, batch, remat, steps):
     planned = os.path.join(tmp, "p.ck")
     with open(src, "w") as f:
         f.write(sh([tool("ckopt-gen"), model] + gen))
-    pipeline = PIPELINE.format(remat="remat{mode=sqrt}," if remat == "sqrt" else "")
+    pipeline = PIPELINE.format(opt=OPT[opt], remat="remat{mode=sqrt}," if remat == "sqrt" else "")
     t0 = time.perf_counter()
     sh([tool("ckopt-opt"), src, f"--pass-pipeline={pipeline}", "-o", planned])
     plan_ms = (time.perf_counter() - t0) * 1e3
@@ -89,15 +97,15 @@ def ckopt_compile(tmp, model, depth, width, batch):
     with open(src, "w") as f:
         f.write(sh([tool("ckopt-gen"), model, "--depth", str(depth), "--width", str(width), "--batch", str(batch)]))
     t0 = time.perf_counter()
-    sh([tool("ckopt-opt"), src, "--pass-pipeline=" + PIPELINE.format(remat="remat{mode=sqrt},"), "-o", planned])
+    sh([tool("ckopt-opt"), src, "--pass-pipeline=" + PIPELINE.format(opt=OPT["sgd"], remat="remat{mode=sqrt},"), "-o", planned])
     plan_ms = (time.perf_counter() - t0) * 1e3
     r = json.loads(sh([tool("ckopt-run"), planned, "--func", model, "--backend", "cpu", "--train", "--compile-only", "--report", "-"]))
     r["plan_ms"] = plan_ms
     return r
 
 
-def jax_train(py, model, depth, width, batch, remat, steps):
-    args = [py, PEER, model, str(depth), str(width), str(batch), str(steps)] + (["sqrt"] if remat == "sqrt" else [])
+def jax_train(py, model, depth, width, batch, remat, steps, opt="sgd"):
+    args = [py, PEER, model, str(depth), str(width), str(batch), str(steps)] + (["sqrt"] if remat == "sqrt" else []) + ([opt] if opt != "sgd" else [])
     r = json.loads(sh(args).strip().splitlines()[-1])
     return r, r["step_times_ms"]
 
@@ -129,6 +137,17 @@ def matmul_rates(py, tmp, m, k, n, repeat):
     return ck_rate, np_r["gflops"], np_r["numpy"]
 
 
+def wanted(only, opt, model):
+    """Whether `--only` selects the training row of `model` with `opt`:
+    SGD rows by model name, AdamW rows by `adamw` (and a model name, if any)."""
+    if not only:
+        return True
+    models = [m for m in only if m in ("mlp", "resmlp", "resnet")]
+    if opt == "adamw":
+        return "adamw" in only and (not models or model in models)
+    return model in models
+
+
 def main():
     argv = sys.argv[1:]
     quick = "--quick" in argv
@@ -150,20 +169,23 @@ def main():
     print("| model | ckopt step | JAX step | ratio | ckopt compile | JAX compile | ckopt arena |")
     print("|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
-        for model, depth, width, batch in rows:
-            name = f"{model} depth {depth} {'channels' if model == 'resnet' else 'width'} {width} batch {batch}"
-            if only and model not in only:
-                continue
-            ck_t, jx_t, ck_r, jx_r = [], [], None, None
-            for _ in range(rounds):
-                ck_r, ts = ckopt_train(tmp, model, depth, width, batch, "none", steps)
-                ck_t += ts
-                jx_r, ts = jax_train(py, model, depth, width, batch, "none", steps - 1)
-                jx_t += ts
-            c, j = statistics.median(ck_t), statistics.median(jx_t)
-            raw.write(json.dumps({"row": name, "ckopt": ck_r, "jax": jx_r, "ckopt_ms": c, "jax_ms": j}) + "\n")
-            print(f"| {name} | {c:.2f} ms | {j:.2f} ms | {c / j:.2f}x | {ck_r['compile_ms']:.0f} ms | {jx_r['compile_ms']:.0f} ms | {ck_r['arena_bytes'] / 2**20:.1f} MiB |")
-            sys.stdout.flush()
+        for opt in ["sgd", "adamw"]:
+            for model, depth, width, batch in rows:
+                name = f"{model} depth {depth} {'channels' if model == 'resnet' else 'width'} {width} batch {batch}" + (", AdamW" if opt == "adamw" else "")
+                if not wanted(only, opt, model):
+                    continue
+                ck_t, jx_t, ck_r, jx_r, ratios = [], [], None, None, []
+                for _ in range(rounds):
+                    ck_r, ts = ckopt_train(tmp, model, depth, width, batch, "none", steps, opt)
+                    ck_t += ts
+                    jx_r, jts = jax_train(py, model, depth, width, batch, "none", steps - 1, opt)
+                    jx_t += jts
+                    ratios.append(statistics.median(ts) / statistics.median(jts))
+                c, j = statistics.median(ck_t), statistics.median(jx_t)
+                raw.write(json.dumps({"row": name, "optimizer": opt, "ckopt": ck_r, "jax": jx_r, "ckopt_ms": c, "jax_ms": j, "round_ratios": ratios}) + "\n")
+                rr = ", ".join(f"{r:.2f}" for r in ratios)
+                print(f"| {name} | {c:.2f} ms | {j:.2f} ms | {c / j:.2f}x (rounds: {rr}; median {statistics.median(ratios):.2f}) | {ck_r['compile_ms']:.0f} ms | {jx_r['compile_ms']:.0f} ms | {ck_r['arena_bytes'] / 2**20:.1f} MiB |")
+                sys.stdout.flush()
         if not only or "remat" in only:
             d, w, b = 100, 256, 512
             res = {}

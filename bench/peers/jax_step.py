@@ -1,6 +1,6 @@
-"""The same SGD step as ckopt's generated models, in JAX on XLA's CPU backend.
+"""The same training step as ckopt's generated models, in JAX on XLA's CPU backend.
 
-Usage: jax_step.py MODEL DEPTH WIDTH BATCH [STEPS] [sqrt]
+Usage: jax_step.py MODEL DEPTH WIDTH BATCH [STEPS] [sqrt] [adamw]
   MODEL: mlp | resmlp (WIDTH = features) | resnet (WIDTH = channels, BATCH
   images of 3x16x16, 10 classes, as `ckopt-gen resnet` by default).
 Prints one JSON line: compile_ms, step_ms (median of STEPS steps after the
@@ -15,13 +15,18 @@ The models follow ckopt-gen's definitions op for op:
           linear head; softmax cross-entropy against one-hot targets
 The step is jit-compiled with the parameters donated (updated in place, as
 ckopt's sgd pass does); `sqrt` wraps sqrt(depth) segments in jax.checkpoint.
+The update is SGD (lr 0.01), or with `adamw` optax.adamw (lr 0.001, betas
+0.9/0.999, eps 1e-8, weight decay 0.01: ckopt's `adamw` pass defaults)
+with its state donated too (the moments updated in place, as ckopt's
+`ck.opt_state` arguments are).
 """
 import json, math, sys, time
 import jax, jax.numpy as jnp
 
 model, depth, width, batch = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 steps = int(sys.argv[5]) if len(sys.argv) > 5 else 7
-remat = len(sys.argv) > 6 and sys.argv[6] == "sqrt"
+remat = "sqrt" in sys.argv[6:]
+adamw = "adamw" in sys.argv[6:]
 key = jax.random.PRNGKey(0)
 k = lambda i: jax.random.fold_in(key, i)
 lr = 0.01
@@ -84,7 +89,24 @@ def sgd(params, x, t):
     l, g = jax.value_and_grad(loss_fn)(params, x, t)
     return l, jax.tree.map(lambda a, b: a - lr * b, params, g)
 
-step = jax.jit(sgd, donate_argnums=(0,))
+if adamw:
+    import optax
+    opt = optax.adamw(learning_rate=0.001, b1=0.9, b2=0.999, eps=1e-8, weight_decay=0.01)
+    state = opt.init(params)
+
+    def adamw_step(params, state, x, t):
+        l, g = jax.value_and_grad(loss_fn)(params, x, t)
+        updates, state = opt.update(g, state, params)
+        return l, optax.apply_updates(params, updates), state
+
+    jstep = jax.jit(adamw_step, donate_argnums=(0, 1))
+
+    def step(params, x, t):
+        global state
+        l, params, state = jstep(params, state, x, t)
+        return l, params
+else:
+    step = jax.jit(sgd, donate_argnums=(0,))
 t0 = time.perf_counter()
 l, params = step(params, x, t)
 l.block_until_ready()
@@ -96,6 +118,6 @@ for _ in range(steps):
     l2.block_until_ready()
     times.append((time.perf_counter() - t0) * 1e3)
 srt = sorted(times)
-print(json.dumps({"peer": "jax-cpu", "jax": jax.__version__, "model": model, "depth": depth, "width": width, "batch": batch,
-                  "remat": "sqrt" if remat else "none", "compile_ms": round(compile_ms, 1),
+print(json.dumps({"peer": "jax-cpu", "jax": jax.__version__, "optax": __import__("optax").__version__ if adamw else None, "model": model, "depth": depth, "width": width, "batch": batch,
+                  "remat": "sqrt" if remat else "none", "optimizer": "adamw" if adamw else "sgd", "compile_ms": round(compile_ms, 1),
                   "step_ms": round(srt[len(srt) // 2], 3), "step_times_ms": [round(v, 3) for v in times], "loss": float(l)}))
