@@ -4,9 +4,12 @@
 //!
 //! Properties pinned: every node case the importer accepts reproduces
 //! ONNX's expected outputs on cpu within |got - want| <= 1e-5 |want| + 1e-6
-//! (the same tolerance as on the interpreter); the exported models match
-//! onnxruntime within 1e-4 on cpu; training a model with remat{mode=sqrt}
-//! on cpu gives the losses of training without remat.
+//! (the same tolerance as on the interpreter; integers and bools exactly),
+//! every accepted case runs (integer, bool and low-precision values
+//! included); the exported models, the GPTs with integer token ids among
+//! them, match onnxruntime within 1e-4 on cpu; training a model with
+//! remat{mode=sqrt} on cpu gives the losses of training without remat, and
+//! the GPT loss model's gradient is bit-identical under every remat mode.
 
 #![allow(clippy::unwrap_used)]
 
@@ -34,7 +37,7 @@ fn typed(t: ckopt_onnx::TypedTensor) -> Tensor {
 #[test]
 fn onnx_node_cases_match_their_expected_outputs_on_cpu() {
     let mut failures = Vec::new();
-    let (mut ran, mut rejected, mut not_lowered) = (0, 0, 0);
+    let (mut ran, mut rejected, mut non_f32) = (0, 0, 0);
     for dir in common::node_cases() {
         let name = dir.file_name().unwrap().to_string_lossy().to_string();
         // Import errors are pinned case by case by ckopt-onnx's node_cases test.
@@ -47,12 +50,6 @@ fn onnx_node_cases_match_their_expected_outputs_on_cpu() {
         inputs.extend(params_tensors(&params).unwrap());
         let out = match compile(&m, &fname, Target::Cpu).and_then(|mut c| c.run(&inputs)) {
             Ok(o) => o,
-            // The one refusal allowed: integer/bool values, which the cpu
-            // backend does not lower yet, and only in a case that has them.
-            Err(e) if e.to_string().contains("is not supported by the lowering (f32 only)") && has_non_f32(&m) => {
-                not_lowered += 1;
-                continue;
-            }
             Err(e) => {
                 failures.push(format!("{name}: {e}"));
                 continue;
@@ -66,9 +63,11 @@ fn onnx_node_cases_match_their_expected_outputs_on_cpu() {
             }
         }
         ran += 1;
+        non_f32 += usize::from(has_non_f32(&m));
     }
-    eprintln!("{ran} ONNX node cases ran on cpu ({rejected} rejected at import, {not_lowered} with integer/bool values not lowered)");
-    assert!(ran > 250, "only {ran} cases ran");
+    eprintln!("{ran} ONNX node cases ran on cpu ({non_f32} of them with integer, bool or low-precision values; {rejected} rejected at import)");
+    assert!(ran >= 440, "only {ran} cases ran");
+    assert!(non_f32 >= 100, "only {non_f32} cases with non-f32 values ran");
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }
 
@@ -116,5 +115,59 @@ fn sqrt_remat_training_on_cpu_gives_the_losses_without_remat() {
             assert!((a - b).abs() <= 1e-5 * a.abs().max(1e-3), "{name}: losses {:?} vs {:?}", runs[0], runs[1]);
         }
         assert!(runs[0][2] < runs[0][0], "{name}: the loss does not fall: {:?}", runs[0]);
+    }
+}
+
+const GPTS: [&str; 4] = ["gpt_ts", "gpt_dynamo", "gpt_loss_ts", "gpt_loss_dynamo"];
+
+/// The model's inputs (typed: i64 token ids and labels) followed by its parameters.
+fn gpt_inputs(name: &str, params: &ckopt::Params) -> Vec<Tensor> {
+    let mut inputs: Vec<Tensor> = common::typed_tensors(&model(name), "input").into_iter().map(typed).collect();
+    inputs.extend(params_tensors(params).unwrap());
+    inputs
+}
+
+#[test]
+fn exported_gpts_match_onnxruntime_on_cpu() {
+    for name in GPTS {
+        let (m, params) = import_onnx(model(name).join("model.onnx"), opts(name, Loss::None)).unwrap();
+        let out = compile(&m, &m.funcs[0].name, Target::Cpu).unwrap().run(&gpt_inputs(name, &params)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let want = &common::tensors(&model(name), "output")[0];
+        assert_eq!(out[0].shape, want.shape.iter().map(|&d| d as usize).collect::<Vec<_>>(), "{name}");
+        let e = common::excess(&out[0].data, &want.data, 1e-4, 1e-5).unwrap();
+        assert_eq!(e, 0.0, "{name}: cpu output differs from onnxruntime's by {e:e} beyond tolerance");
+    }
+}
+
+#[test]
+fn gpt_loss_gradient_on_cpu_is_bit_identical_under_every_remat_mode_and_trains() {
+    for name in ["gpt_loss_ts", "gpt_loss_dynamo"] {
+        let (m, params) = import_onnx(model(name).join("model.onnx"), opts(name, Loss::None)).unwrap();
+        let fname = m.funcs[0].name.clone();
+        let grad = format!("{fname}_grad");
+        let inputs = gpt_inputs(name, &params);
+        let bits = |ts: &[Tensor]| -> Vec<Vec<u32>> { ts.iter().map(|t| t.data.iter().map(|v| v.to_bits()).collect()).collect() };
+        let mut reference = None;
+        for pipeline in ["autodiff,inplace,fuse", "autodiff,inplace,fuse,remat{mode=sqrt}", "autodiff,inplace,fuse,remat{mode=greedy}", "autodiff,inplace,fuse,remat{mode=log}"] {
+            let mut mm = m.clone();
+            optimize(&mut mm, pipeline).unwrap();
+            let got = compile(&mm, &grad, Target::Cpu).unwrap().run(&inputs).unwrap_or_else(|e| panic!("{name} {pipeline}: {e}"));
+            match &reference {
+                None => reference = Some(bits(&got)),
+                Some(r) => assert_eq!(&bits(&got), r, "{name}: {pipeline}: the cpu gradient differs from no remat's"),
+            }
+        }
+        // Training on cpu: the loss falls over 5 SGD steps, the same with and without sqrt remat.
+        let mut runs = Vec::new();
+        for pipeline in ["autodiff", "autodiff,remat{mode=sqrt}"] {
+            let mut mm = m.clone();
+            optimize(&mut mm, pipeline).unwrap();
+            let mut t = ckopt::Trainer::new(&mm, &fname, Target::Cpu, 0.1).unwrap();
+            t.load(&inputs).unwrap();
+            runs.push((0..5).map(|_| t.step().unwrap()).collect::<Vec<f32>>());
+        }
+        assert_eq!(runs[0], runs[1], "{name}: sqrt remat changed the cpu losses");
+        assert!(runs[0][4] < runs[0][0], "{name}: the loss does not fall: {:?}", runs[0]);
+        eprintln!("{name} on cpu: losses {:?}", runs[0]);
     }
 }

@@ -222,6 +222,19 @@ pub fn mixed_op_cases() -> Vec<Func> {
         let both = f.push(OpKind::And, &[g, n], Attrs::new(), None, "b", u()).unwrap();
         f.push(OpKind::Cast, &[both], Attrs::new(), Some(ty(&[4, 7], F32)), "y", u()).unwrap()
     });
+    for (nm, dt, v) in [("fill_i64", I64, -3.0f32), ("fill_i32", I32, 7.0), ("fill_i1", I1, 1.0), ("fill_bf16", BF16, 0.1)] {
+        case(nm, &[], &|f, _| f.push(OpKind::Fill, &[], attrs([("value", Attr::F32(v))]), Some(ty(&[3, 11], dt)), "y", u()).unwrap());
+    }
+    // Integer arithmetic (ONNX's negative-index wrap: `i < 0 ? i + n : i`), wrapping in the type.
+    for (nm, dt) in [("int_arith_i64", I64), ("int_arith_i32", I32)] {
+        case(nm, &[ty(&[2, 9], dt), ty(&[2, 9], dt)], &|f, a| {
+            let s = f.push(OpKind::Sub, &[a[0], a[1]], Attrs::new(), None, "s", u()).unwrap();
+            let m = f.push(OpKind::Mul, &[s, a[0]], Attrs::new(), None, "m", u()).unwrap();
+            let n = f.push(OpKind::Neg, &[m], Attrs::new(), None, "n", u()).unwrap();
+            let x = f.push(OpKind::Max, &[n, a[1]], Attrs::new(), None, "x", u()).unwrap();
+            f.push(OpKind::Add, &[x, a[0]], Attrs::new(), None, "y", u()).unwrap()
+        });
+    }
     case("bf16_arith", &[ty(&[3, 10], BF16), ty(&[3, 10], BF16)], &|f, a| {
         let p = f.push(OpKind::Mul, &[a[0], a[1]], Attrs::new(), None, "p", u()).unwrap();
         let e = f.push(OpKind::Exp, &[p], Attrs::new(), None, "e", u()).unwrap();

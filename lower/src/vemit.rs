@@ -366,6 +366,30 @@ impl<'a> VEm<'a> {
         let op = k.body.iter().find(|o| o.result == Some(v)).ok_or_else(|| err(format!("kernel value %{} has no definition", v.0)))?;
         let shape = |x: ValueId| k.ty(x).shape.clone();
         Ok(match op.kind {
+            // An integer or i1 fill: the interpreter's `value as i64`, wrapped to the type.
+            Fill if !k.ty(v).dtype.is_float() => {
+                let x = op.attrs.get("value").and_then(ckopt_ir::Attr::as_f32).unwrap_or(0.0) as i64;
+                let dt = k.ty(v).dtype;
+                let c = match dt {
+                    DType::I32 => i64::from(x as i32).to_string(),
+                    DType::I1 => (x != 0).to_string(),
+                    _ => x.to_string(),
+                };
+                let e = reg_elem(dt);
+                if self.w == 1 && dt == DType::I1 {
+                    self.em.op(&format!("arith.constant {c}"))
+                } else if self.w == 1 {
+                    self.em.op(&format!("arith.constant {c} : {e}"))
+                } else {
+                    self.em.op(&format!("arith.constant dense<{c}> : vector<{}x{e}>", self.w))
+                }
+            }
+            Neg | Add | Sub | Mul | Max if !k.ty(v).dtype.is_float() => {
+                let xs = op.operands.iter().map(|&o| self.value(o, idx)).collect::<Result<Vec<_>, _>>()?;
+                let w = self.w;
+                int_formula(self.em, w, op.kind, k.ty(v).dtype, &xs)
+                    .map_err(|m| Diag::error(op.loc.clone(), format!("'{}' op: {m}", op.kind.full_name())))?
+            }
             Neg | Exp | Log | Tanh | Sqrt | Rsqrt | Erf | Sigmoid | Relu | Scale | Add | Sub | Mul | Div | Max | ReluGrad | Fill => {
                 let xs = op.operands.iter().map(|&o| self.value(o, idx)).collect::<Result<Vec<_>, _>>()?;
                 let y = elementwise::formula(self, op, &xs)?;
@@ -473,6 +497,25 @@ impl<'a> VEm<'a> {
     pub fn reset(&mut self) {
         self.memo.clear();
     }
+}
+
+/// Integer `neg`, `add`, `sub`, `mul`, `max` on i64/i32 with `w` lanes:
+/// two's-complement wrapping in the type (the interpreter's `wrapping_*`
+/// then wrapped to the type), `max` signed.
+pub fn int_formula(em: &mut Em, w: usize, kind: OpKind, dt: DType, xs: &[String]) -> Result<String, String> {
+    let t = lanes_of(w, reg_elem(dt));
+    let x = |i: usize| xs.get(i).cloned().ok_or_else(|| format!("operand {i} is missing"));
+    Ok(match kind {
+        OpKind::Neg => {
+            let z = if w == 1 { em.op(&format!("arith.constant 0 : {t}")) } else { em.op(&format!("arith.constant dense<0> : {t}")) };
+            em.op(&format!("arith.subi {z}, {} : {t}", x(0)?))
+        }
+        OpKind::Add => em.op(&format!("arith.addi {}, {} : {t}", x(0)?, x(1)?)),
+        OpKind::Sub => em.op(&format!("arith.subi {}, {} : {t}", x(0)?, x(1)?)),
+        OpKind::Mul => em.op(&format!("arith.muli {}, {} : {t}", x(0)?, x(1)?)),
+        OpKind::Max => em.op(&format!("arith.maxsi {}, {} : {t}", x(0)?, x(1)?)),
+        other => return Err(format!("'{}' has no integer semantics for {}", other.full_name(), dt.name())),
+    })
 }
 
 /// The value of a comparison, logic op, `select` or `cast` with `w` lanes

@@ -395,6 +395,10 @@ pub fn element(em: &mut Em, f: &Func, op: &Op, ins: &[Mem], idx: &str) -> Result
     };
     let c = Ctx { f, op, ins, idx, ys: f.ty(res).shape.clone() };
     match op.kind {
+        Neg | Add | Sub | Mul | Max if !f.ty(res).dtype.is_float() => {
+            let xs: Vec<String> = c.ins.iter().map(|m| em.load(m, idx)).collect();
+            crate::vemit::int_formula(em, 1, op.kind, f.ty(res).dtype, &xs).map_err(|m| c.bad(m))
+        }
         Neg | Exp | Log | Tanh | Sqrt | Rsqrt | Erf | Sigmoid | Relu | Scale | Dropout | Add | Sub | Mul | Div | Max | ReluGrad | Fill => {
             let y = elementwise::element(em, &c)?;
             Ok(round_reg(em, &y, f.ty(res).dtype, 1))
