@@ -79,6 +79,12 @@ CASES = {
     aten.nll_loss_forward.default: (
         lambda x, t: F.cross_entropy(x, t) + F.nll_loss(x * 0.5, t, reduction="sum"),
         r(5, 4), (torch.tensor([1, 0, 3, -100, 3]),)),
+    # captured whole: causal, a boolean mask, a float mask, a given scale
+    aten.scaled_dot_product_attention.default: (
+        lambda x, m: F.scaled_dot_product_attention(x, x * 0.5, x + 1.0, is_causal=True)
+        + F.scaled_dot_product_attention(x, x, x * 2.0, attn_mask=m, scale=0.3)
+        + F.scaled_dot_product_attention(x, x, x, attn_mask=m.float() * 0.5),
+        r(2, 2, 5, 4), (torch.tensor([[True, False, True, True, False]] * 4 + [[False, True, False, False, True]]),)),
     aten.where.self: (lambda x, i: torch.where(i > 1, x, 0.5), r(3, 4), (torch.tensor([0, 1, 2, 3]),)),
     aten.full_like.default: (lambda x: torch.full_like(x, 2.0) * x + torch.zeros_like(x) + torch.ones_like(x) * x, r(3, 4), ()),
 }

@@ -62,6 +62,8 @@ class _Capture:
         if opts["executor"] == "aten":
             # cross_entropy stays log_softmax + nll_loss: one ck.cross_entropy
             table.pop(torch.ops.aten.nll_loss_forward.default, None)
+        # captured whole (its decomposition tests float scores against -inf)
+        table.pop(torch.ops.aten.scaled_dot_product_attention.default, None)
         ep = ep.run_decompositions(table)
         self.ep = ep
         self.example_shapes = [tuple(a.shape) if isinstance(a, torch.Tensor) else None for a in example_args]
@@ -490,6 +492,9 @@ class CompiledModule(torch.nn.Module):
 
 def _host_feed(ha, henv, cap):
     kind = ha.kind
+    if kind.startswith("causal:"):  # additive causal mask, from the shape alone
+        lq, sk = (int(x) for x in kind.split(":")[1:])
+        return torch.full((lq, sk), float("-inf"), device=cap.device).triu(1)
     value = henv[ha.node]
     device = cap.device
     if kind.startswith("where:"):
@@ -508,6 +513,8 @@ def _host_feed(ha, henv, cap):
         return (value != int(kind.split(":")[1])).to(torch.float32).reshape(ha.type.shape)
     if kind == "float":
         return value.to(torch.float32).reshape(ha.type.shape)
+    if kind == "additive":  # a boolean attention mask: 0 where attended, -inf elsewhere
+        return torch.zeros(value.shape, device=device).masked_fill(~value.bool(), float("-inf"))
     if kind == "mask":
         return value.to(torch.float32)
     if kind == "invmask":

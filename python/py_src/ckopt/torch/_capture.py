@@ -719,6 +719,49 @@ def _log_softmax(cx, a, k):
     return cx.b.op("sub", [z, back(cx.unary("log", s))], x.type)
 
 
+@entry(aten.scaled_dot_product_attention.default)
+def _sdpa(cx, a, k):
+    """softmax(q k^T * scale + mask) v, as torch's math path computes it;
+    captured undecomposed (the decomposition tests float scores against
+    -inf). The mask is a host value added to the scores: 0 where attended,
+    -inf elsewhere (is_causal: above the diagonal)."""
+    q, kk, v = (cx.val(x) for x in a[:3])
+    mask = a[3] if len(a) > 3 else k.get("attn_mask")
+    p = a[4] if len(a) > 4 else k.get("dropout_p", 0.0)
+    causal = a[5] if len(a) > 5 else k.get("is_causal", False)
+    scale = k.get("scale", a[6] if len(a) > 6 else None)
+    if k.get("enable_gqa", False):
+        raise cx.unsupported("scaled_dot_product_attention with enable_gqa")
+    if p:
+        raise cx.unsupported("scaled_dot_product_attention with dropout_p > 0 (use nn.Dropout on the weights)")
+    if len(q.shape) < 2 or q.shape[:-2] != kk.shape[:-2] or kk.shape[:-1] != v.shape[:-1]:
+        raise cx.unsupported(f"scaled_dot_product_attention of shapes {q.shape}, {kk.shape}, {v.shape} (batch dims must agree)")
+    e = q.shape[-1]
+    lq, sk = q.shape[-2], kk.shape[-2]
+    scale = 1.0 / math.sqrt(e) if scale is None else float(scale)
+    st = cx.t(q.shape[:-1] + (sk,))
+    scores = cx.scale(cx.b.op("matmul", [q, kk], st, "transpose_b = true"), scale)
+    add = None
+    if causal:
+        if mask is not None:
+            raise cx.unsupported("scaled_dot_product_attention with both attn_mask and is_causal")
+        add = cx.host_arg(Host(cx.node, (lq, sk), torch.float32), f"causal:{lq}:{sk}", (lq, sk))
+    elif isinstance(mask, Host):
+        if mask.dtype == torch.bool:
+            add = cx.host_arg(mask, "additive", mask.shape)
+        else:
+            add = cx.host_arg(mask, "float", mask.shape)
+    elif isinstance(mask, Val):
+        add = mask
+    elif mask is not None:
+        raise cx.unsupported(f"attn_mask {mask!r}")
+    if add is not None:
+        scores = cx.b.op("add", [scores, cx.bcast(add, st.shape)], st)
+    z, ex, sm, back = _softmax_parts(cx, scores, -1)
+    w = cx.b.op("div", [ex, back(sm)], st)
+    return cx.b.op("matmul", [w, v], cx.t(cx.out_shape()))
+
+
 @entry(aten.gelu.default)
 def _gelu(cx, a, k):
     x = cx.val(a[0])
