@@ -93,3 +93,20 @@ def test_bad_options():
         ct.compile(MLP(), mlp_batch(0), executor="xla")
     with pytest.raises(ValueError, match="mode"):
         ct.compile(MLP(), mlp_batch(0), mode="fast")
+
+
+class AttnDropout(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.ones(4))
+
+    def forward(self, x):
+        q = x * self.w
+        return torch.nn.functional.scaled_dot_product_attention(q, q, q, dropout_p=0.1).sum()  # LINE-SDPA
+
+
+def test_attention_dropout_is_refused_with_its_source():
+    with pytest.raises(ckopt.UnsupportedError, match="dropout_p") as e:
+        ct.compile(AttnDropout(), (torch.randn(2, 3, 4),))
+    assert e.value.op == "aten.scaled_dot_product_attention.default"
+    assert e.value.source == f"{__file__}:{_line('LINE-SDPA')}"

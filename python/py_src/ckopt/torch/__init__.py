@@ -58,7 +58,13 @@ class _Capture:
             ep = torch.export.export(model, tuple(example_args), strict=False)
         except Exception as e:  # data-dependent control flow, unsupported Python, ...
             raise UnsupportedError("torch.export", None, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from e
-        ep = ep.run_decompositions()
+        table = torch.export.default_decompositions()
+        if opts["executor"] == "aten":
+            # cross_entropy stays log_softmax + nll_loss: one ck.cross_entropy
+            table.pop(torch.ops.aten.nll_loss_forward.default, None)
+        # captured whole (its decomposition tests float scores against -inf)
+        table.pop(torch.ops.aten.scaled_dot_product_attention.default, None)
+        ep = ep.run_decompositions(table)
         self.ep = ep
         self.example_shapes = [tuple(a.shape) if isinstance(a, torch.Tensor) else None for a in example_args]
         self.example_dtypes = [a.dtype if isinstance(a, torch.Tensor) else None for a in example_args]
@@ -75,6 +81,8 @@ class _Capture:
             break
         self.device = device or torch.device("cpu")
         cx = Cx(ep.graph_module, self.device)
+        # ckopt's cpu backend has no integer ops yet: one-hot matrices there.
+        cx.int_indices = self.opts["executor"] == "aten"
         self.cx = cx
         step_holder: dict = {}
 
@@ -484,6 +492,9 @@ class CompiledModule(torch.nn.Module):
 
 def _host_feed(ha, henv, cap):
     kind = ha.kind
+    if kind.startswith("causal:"):  # additive causal mask, from the shape alone
+        lq, sk = (int(x) for x in kind.split(":")[1:])
+        return torch.full((lq, sk), float("-inf"), device=cap.device).triu(1)
     value = henv[ha.node]
     device = cap.device
     if kind.startswith("where:"):
@@ -493,8 +504,17 @@ def _host_feed(ha, henv, cap):
         px = px if isinstance(px, torch.Tensor) else torch.tensor(px, dtype=torch.float32, device=device)
         py = py if isinstance(py, torch.Tensor) else torch.tensor(py, dtype=torch.float32, device=device)
         return torch.where(value.bool(), px, py).expand(ha.type.shape).contiguous()
+    if kind == "int":
+        return value.to(torch.int64).reshape(ha.type.shape)
+    if kind.startswith("int_ignore:"):
+        v = value.to(torch.int64)
+        return torch.where(v == int(kind.split(":")[1]), 0, v).reshape(ha.type.shape)
+    if kind.startswith("keep:"):
+        return (value != int(kind.split(":")[1])).to(torch.float32).reshape(ha.type.shape)
     if kind == "float":
         return value.to(torch.float32).reshape(ha.type.shape)
+    if kind == "additive":  # a boolean attention mask: 0 where attended, -inf elsewhere
+        return torch.zeros(value.shape, device=device).masked_fill(~value.bool(), float("-inf"))
     if kind == "mask":
         return value.to(torch.float32)
     if kind == "invmask":

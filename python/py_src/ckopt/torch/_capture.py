@@ -164,6 +164,10 @@ class Cx:
         self.dropouts = 0
         self.where_parts: dict = {}
         self.device = example_device
+        # Integer indices and labels go into ck as i64 arguments (ck.gather,
+        # ck.take_along); False: as one-hot float matrices (for a backend
+        # without integer ops).
+        self.int_indices = True
 
     # -- errors
     def unsupported(self, why: str, op: str | None = None):
@@ -181,7 +185,7 @@ class Cx:
         key = (h.node, kind)
         if key not in self._host_arg_of:
             name = self.b.fresh("host_" + h.node.name + ("" if kind == "float" else "_" + kind.split(":")[0]))
-            ha = HostArg(name, h.node, kind, self.t(shape))
+            ha = HostArg(name, h.node, kind, self.t(shape, "i64" if kind.startswith("int") else "f32"))
             self.host_args.append(ha)
             self._host_arg_of[key] = ha
             self.b.types[name] = ha.type
@@ -690,11 +694,72 @@ def _softmax(cx, a, k):
     return cx.b.op("div", [e, back(s)], x.type)
 
 
+@dataclasses.dataclass(frozen=True)
+class LogProbs:
+    """`_log_softmax(logits, 1)` read only by `nll_loss_forward` (what
+    `cross_entropy` becomes): emitted as one `ck.cross_entropy` of the
+    logits there, so no [N, C] log-probabilities are computed or kept."""
+
+    logits: Val
+
+
+def _fused_cross_entropy(cx, x, dim) -> bool:
+    n = cx.node
+    return (cx.int_indices and len(x.shape) == 2 and dim % 2 == 1 and bool(n.users)
+            and all(u.target is aten.nll_loss_forward.default and u.args[0] is n and u.args[2] is None
+                    and u.args[3] == 1 for u in n.users))
+
+
 @entry(aten._log_softmax.default)
 def _log_softmax(cx, a, k):
     x = cx.val(a[0])
+    if _fused_cross_entropy(cx, x, a[1]):
+        return LogProbs(x)
     z, e, s, back = _softmax_parts(cx, x, a[1])
     return cx.b.op("sub", [z, back(cx.unary("log", s))], x.type)
+
+
+@entry(aten.scaled_dot_product_attention.default)
+def _sdpa(cx, a, k):
+    """softmax(q k^T * scale + mask) v, as torch's math path computes it;
+    captured undecomposed (the decomposition tests float scores against
+    -inf). The mask is a host value added to the scores: 0 where attended,
+    -inf elsewhere (is_causal: above the diagonal)."""
+    q, kk, v = (cx.val(x) for x in a[:3])
+    mask = a[3] if len(a) > 3 else k.get("attn_mask")
+    p = a[4] if len(a) > 4 else k.get("dropout_p", 0.0)
+    causal = a[5] if len(a) > 5 else k.get("is_causal", False)
+    scale = k.get("scale", a[6] if len(a) > 6 else None)
+    if k.get("enable_gqa", False):
+        raise cx.unsupported("scaled_dot_product_attention with enable_gqa")
+    if p:
+        raise cx.unsupported("scaled_dot_product_attention with dropout_p > 0 (use nn.Dropout on the weights)")
+    if len(q.shape) < 2 or q.shape[:-2] != kk.shape[:-2] or kk.shape[:-1] != v.shape[:-1]:
+        raise cx.unsupported(f"scaled_dot_product_attention of shapes {q.shape}, {kk.shape}, {v.shape} (batch dims must agree)")
+    e = q.shape[-1]
+    lq, sk = q.shape[-2], kk.shape[-2]
+    scale = 1.0 / math.sqrt(e) if scale is None else float(scale)
+    st = cx.t(q.shape[:-1] + (sk,))
+    scores = cx.scale(cx.b.op("matmul", [q, kk], st, "transpose_b = true"), scale)
+    add = None
+    if causal:
+        if mask is not None:
+            raise cx.unsupported("scaled_dot_product_attention with both attn_mask and is_causal")
+        add = cx.host_arg(Host(cx.node, (lq, sk), torch.float32), f"causal:{lq}:{sk}", (lq, sk))
+    elif isinstance(mask, Host):
+        if mask.dtype == torch.bool:
+            add = cx.host_arg(mask, "additive", mask.shape)
+        else:
+            add = cx.host_arg(mask, "float", mask.shape)
+    elif isinstance(mask, Val):
+        add = mask
+    elif mask is not None:
+        raise cx.unsupported(f"attn_mask {mask!r}")
+    if add is not None:
+        scores = cx.b.op("add", [scores, cx.bcast(add, st.shape)], st)
+    z, ex, sm, back = _softmax_parts(cx, scores, -1)
+    w = cx.b.op("div", [ex, back(sm)], st)
+    return cx.b.op("matmul", [w, v], cx.t(cx.out_shape()))
 
 
 @entry(aten.gelu.default)
@@ -730,6 +795,9 @@ def _embedding(cx, a, k):
     if not isinstance(idx, Host):
         raise cx.unsupported("embedding indices computed from float values")
     v, d = w.shape
+    if cx.int_indices:
+        ids = cx.host_arg(idx, "int", idx.shape)
+        return cx.b.op("gather", [w, ids], cx.t(cx.out_shape()), "axis = 0 : i64")
     n = 1
     for s in idx.shape:
         n *= s
@@ -744,13 +812,44 @@ def _gather(cx, a, k):
     if not isinstance(idx, Host):
         raise cx.unsupported("gather with indices computed from float values")
     dim = dim % len(x.shape)
+    if cx.int_indices:
+        ids = cx.host_arg(idx, "int", idx.shape)
+        return cx.b.op("take_along", [x, ids], cx.t(cx.out_shape()), f"axis = {dim} : i64")
     if idx.shape[dim] != 1 or tuple(s for i, s in enumerate(idx.shape) if i != dim) != tuple(
         s for i, s in enumerate(x.shape) if i != dim
     ):
-        raise cx.unsupported("gather other than picking one element per row (as cross_entropy does)")
+        raise cx.unsupported("gather other than picking one element per row (as cross_entropy does) on executor='ckopt'")
     oh = cx.host_arg(idx, f"onehot:{x.shape[dim]}@{dim}", x.shape)
     picked = cx.b.op("mul", [x, oh], x.type)
     return cx.reshape(cx.reduce_sum(picked, [dim]), cx.out_shape())
+
+
+@entry(aten.nll_loss_forward.default)
+def _nll_loss(cx, a, k):
+    x, target, weight, reduction, ignore = a
+    if weight is not None:
+        raise cx.unsupported("nll_loss/cross_entropy with class weights")
+    if reduction not in (1, 2):
+        raise cx.unsupported("nll_loss/cross_entropy with reduction='none'")
+    if not isinstance(target, Host):
+        raise cx.unsupported("labels computed from float values")
+    ignore = int(ignore)
+    total = _NoValue("nll_loss's total_weight")
+    if isinstance(x, LogProbs):
+        labels = cx.host_arg(target, "int", target.shape)
+        return (cx.b.op("cross_entropy", [x.logits, labels], cx.t(()), f"ignore_index = {ignore} : i64"), total)
+    x = cx.val(x)
+    if len(x.shape) != 2:
+        raise cx.unsupported(f"nll_loss of rank {len(x.shape)} (ckopt.torch takes [N, C])")
+    n = x.shape[0]
+    # the log-probability of each kept row's label, summed (and averaged)
+    safe = cx.host_arg(target, f"int_ignore:{ignore}", (n, 1))
+    keep = cx.host_arg(target, f"keep:{ignore}", (n,))
+    picked = cx.reshape(cx.b.op("take_along", [x, safe], cx.t((n, 1)), "axis = 1 : i64"), (n,))
+    s = cx.unary("neg", cx.reduce_sum(cx.b.op("mul", [picked, keep], keep.type), [0]))
+    if reduction == 1:
+        s = cx.b.op("div", [s, cx.reduce_sum(keep, [0])], s.type)
+    return (s, total)
 
 
 @entry(aten.where.self)

@@ -166,6 +166,21 @@ def _expr(op: dict, a: list[str], types: dict, out: str | None) -> str:
         st = list(at.get("stride", w or [1, 1]))
         p = list(at.get("padding", [0, 0]))
         return _WINDOW_OPS[k].format(*a, s=st, p=p, w=w, shape=shape)
+    if k == "gather":
+        ax = int(at["axis"])
+        return f"torch.index_select({a[0]}, {ax}, {a[1]}.reshape(-1)).reshape({shape!r})"
+    if k == "gather_grad":
+        ax = int(at["axis"])
+        flat = shape[:ax] + (-1,) + shape[ax + 1 :]
+        return f"torch.zeros({shape!r}, dtype={_DT[op['dtype']]}, device=_dev).index_add_({ax}, {a[0]}.reshape(-1), {a[1]}.reshape({flat!r}))"
+    if k == "take_along":
+        return f"torch.gather({a[0]}, {int(at['axis'])}, {a[1]})"
+    if k == "take_along_grad":
+        return f"torch.zeros({shape!r}, dtype={_DT[op['dtype']]}, device=_dev).scatter_add_({int(at['axis'])}, {a[0]}, {a[1]})"
+    if k == "cross_entropy":
+        return f"torch.nn.functional.cross_entropy({a[0]}, {a[1]}, ignore_index={int(at.get('ignore_index', -100))})"
+    if k == "cross_entropy_grad":
+        return f"_cross_entropy_grad({a[0]}, {a[1]}, {a[2]}, {int(at.get('ignore_index', -100))})"
     if k == "dropout":
         step = a[1] if len(a) > 1 else "None"
         return f"_dropout({a[0]}, {float(at['rate'])!r}, {int(at['seed'])}, {step})"
@@ -186,6 +201,16 @@ _WINDOW_OPS = {
     "avg_pool2d": "torch.nn.functional.avg_pool2d({0}, {w!r}, {s!r})",
     "avg_pool2d_grad": "torch.ops.aten.avg_pool2d_backward({0}, _empty({shape!r}), {w!r}, {s!r}, [0, 0], False, True, None)",
 }
+
+
+def _cross_entropy_grad(x, labels, dy, ignore):
+    """ck.cross_entropy_grad: (softmax - onehot) * dy / count on kept rows,
+    0 on ignored ones, in one [N, C] buffer."""
+    keep = labels != ignore
+    g = torch.softmax(x, 1)
+    rows = torch.arange(x.shape[0], device=x.device)
+    g[rows, torch.where(keep, labels, 0)] -= 1.0
+    return g.mul_((keep.to(x.dtype) * (dy / keep.sum())).unsqueeze(1))
 
 
 def _maxpool_grad(x, dy, window, stride):
@@ -246,6 +271,7 @@ def gen_schedule(name: str, fn: Fn, from_list: bool = False) -> str:
 def _namespace(device) -> dict:
     """The globals of generated schedules."""
     return {"torch": torch, "_dev": device, "_dropout": dropout, "_maxpool_grad": _maxpool_grad,
+            "_cross_entropy_grad": _cross_entropy_grad,
             "_empty": lambda shape: torch.empty(shape, device=device)}
 
 
