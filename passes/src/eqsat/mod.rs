@@ -12,7 +12,9 @@
 //!
 //! Flow (`simplify_func`): translate (each value an e-class) → saturate with
 //! the named rules of `rules.rs` under the node, iteration and time limits
-//! (SimpleScheduler: every rule sees every match) → extract with a cost equal
+//! (SimpleScheduler: every rule sees every match; the in-place forms are
+//! not saturated but added to every e-class at extraction, see
+//! `extract_in_schedule_order`) → extract with a cost equal
 //! to the bytes each e-node newly allocates (0 for `InPlace`, the result
 //! size for an op, combined along the term by max so deep residual DAGs do
 //! not overflow a tree sum; ties go to the shallower term) → rebuild the body
@@ -22,11 +24,11 @@
 //! of each rebuilt op is returned as a preference; `inplace.rs` writes only
 //! the legal ones. Ops made dead by the rewrites are dropped.
 //!
-//! Limits (honest): one e-graph per function; on 100k-op functions it has
-//! about twice as many e-nodes as ops and saturates in 2–3 iterations, so
+//! Limits (honest): one e-graph per function, with about one e-node per op
+//! (plus what the algebraic rules add); it saturates in 1–3 iterations, so
 //! the defaults (2M nodes, 10 iterations, 60 s) are not reached by the
-//! generated models (the largest, lstm depth 1000, has 938k e-nodes and
-//! saturates in 2 iterations). The time limit is only a safety net: it
+//! generated models up to about 2M ops per function (lstm depth 2500 seq 8:
+//! 1.0M ops in its gradient). The time limit is only a safety net: it
 //! depends on the machine, so the deterministic limits (nodes, iterations)
 //! are the ones meant to act; when a limit is hit the stop reason is reported and the
 //! partially saturated e-graph is still extracted (every e-node in a class is
@@ -93,6 +95,9 @@ pub enum Head {
     InPlace { kind: OpKind, attrs: Arc<AttrKey>, n: u8 },
 }
 
+/// The children of an e-node.
+pub type Children = smallvec::SmallVec<[Id; 3]>;
+
 /// An e-node of the ck language.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CkNode {
@@ -101,7 +106,9 @@ pub struct CkNode {
     pub ty: Arc<TensorType>,
     /// 1 + index of the op this e-node came from; 0 if built by a rewrite.
     pub uid: u32,
-    pub children: Vec<Id>,
+    /// Inline up to three (no heap allocation per e-node: the e-graph
+    /// holds each e-node three times, and frees them all at the end).
+    pub children: Children,
 }
 
 impl CkNode {
@@ -113,7 +120,7 @@ impl CkNode {
         }
     }
     /// A new (uid 0) op e-node.
-    pub fn new_op(kind: OpKind, attrs: Attrs, ty: Arc<TensorType>, children: Vec<Id>) -> CkNode {
+    pub fn new_op(kind: OpKind, attrs: Attrs, ty: Arc<TensorType>, children: Children) -> CkNode {
         CkNode { head: Head::Op { kind, attrs: AttrKey::new(attrs) }, ty, uid: 0, children }
     }
 }
@@ -222,25 +229,32 @@ pub fn stop_reason_name(r: &StopReason, limits: &Limits) -> String {
 pub fn simplify_func(f: &mut Func, limits: Limits) -> (Vec<Option<usize>>, SatReport) {
     // 1. Translate.
     let mut eg: CkGraph = EGraph::new(TypeOf);
-    let mut class_of: HashMap<ValueId, Id> = HashMap::with_capacity(f.values.len());
+    let mut class_of: Vec<Option<Id>> = vec![None; f.values.len()];
     let mut types: HashMap<TensorType, Arc<TensorType>> = HashMap::new();
     let mut intern = |t: &TensorType| types.entry(t.clone()).or_insert_with(|| Arc::new(t.clone())).clone();
     for (i, p) in f.params.iter().enumerate() {
-        let id = eg.add(CkNode { head: Head::Arg(i as u32), ty: intern(f.ty(p.value)), uid: 0, children: vec![] });
-        class_of.insert(p.value, id);
+        let id = eg.add(CkNode { head: Head::Arg(i as u32), ty: intern(f.ty(p.value)), uid: 0, children: Children::new() });
+        class_of[p.value.index()] = Some(id);
     }
     let mut op_class: Vec<Option<Id>> = vec![None; f.body.len()];
+    // Most ops have no attributes of their own: one shared key for them.
+    let no_attrs = AttrKey::new(Attrs::new());
     for (i, op) in f.body.iter().enumerate() {
         let Some(r) = op.result else { continue };
-        let children: Vec<Id> = op.operands.iter().map(|o| class_of[o]).collect();
+        let Some(children) = op.operands.iter().map(|o| class_of[o.index()]).collect::<Option<Children>>() else {
+            // An operand defined nowhere before (the verifier rejects it):
+            // leave the function as it is.
+            let report = SatReport { stop_reason: "not translated (an operand is used before its definition)".into(), ..Default::default() };
+            return (vec![None; f.body.len()], report);
+        };
         let node = CkNode {
-            head: Head::Op { kind: op.kind, attrs: AttrKey::new(own_attrs(op)) },
+            head: Head::Op { kind: op.kind, attrs: attr_key(op, &no_attrs) },
             ty: intern(f.ty(r)),
             uid: i as u32 + 1,
             children,
         };
         let id = eg.add(node);
-        class_of.insert(r, id);
+        class_of[r.index()] = Some(id);
         op_class[i] = Some(id);
     }
     // 2. Saturate.
@@ -250,7 +264,7 @@ pub fn simplify_func(f: &mut Func, limits: Limits) -> (Vec<Option<usize>>, SatRe
         .with_iter_limit(limits.iter_limit)
         .with_time_limit(limits.time_limit)
         .with_egraph(eg)
-        .run(&rules::rules());
+        .run(&rules::algebraic_rules());
     let mut report = SatReport {
         stop_reason: runner.stop_reason.as_ref().map(|r| stop_reason_name(r, &limits)).unwrap_or_else(|| "none".into()),
         iterations: runner.iterations.len(),
@@ -264,13 +278,30 @@ pub fn simplify_func(f: &mut Func, limits: Limits) -> (Vec<Option<usize>>, SatRe
             *applied.entry(k.to_string()).or_default() += v;
         }
     }
-    report.applied = applied.into_iter().collect();
     let eg = runner.egraph;
+    // The in-place forms, added to every e-class at extraction: saturating
+    // with them would apply each once per op e-node.
+    let mut forms = [0usize; rules::INPLACE_FORMS.len()];
+    for class in eg.classes() {
+        for n in &class.nodes {
+            for i in rules::inplace_forms_of(n) {
+                forms[i] += 1;
+            }
+        }
+    }
+    for (form, count) in rules::INPLACE_FORMS.iter().zip(forms) {
+        if count > 0 {
+            *applied.entry(form.id.name().to_string()).or_default() += count;
+        }
+    }
+    report.applied = applied.into_iter().collect();
     // 3. Extract and rebuild.
     let best = extract_in_schedule_order(&eg, f, &class_of, &op_class);
-    let mut rb = Rebuild { eg: &eg, best: &best, mat: HashMap::new(), body: Vec::new(), pref: Vec::new(), replaced: 0 };
+    let mut rb = Rebuild { eg: &eg, best: &best, mat: vec![None; best.len()], body: Vec::new(), pref: Vec::new(), replaced: 0 };
     for p in &f.params {
-        rb.mat.insert(eg.find(class_of[&p.value]), p.value);
+        if let Some(c) = class_of[p.value.index()] {
+            rb.mat[usize::from(eg.find(c))] = Some(p.value);
+        }
     }
     let nv_before = f.values.len();
     let mut orig_used = vec![false; nv_before];
@@ -288,15 +319,15 @@ pub fn simplify_func(f: &mut Func, limits: Limits) -> (Vec<Option<usize>>, SatRe
             continue;
         };
         let c = eg.find(c);
-        if rb.mat.contains_key(&c) {
+        if rb.mat[usize::from(c)].is_some() {
             continue;
         }
         if rb.emit(f, c, Some((i, &op)), 0).is_none() {
             // Fallback: the original op over the values of its operands.
             let mut o = op.clone();
             o.attrs.remove(ATTR_INPLACE);
-            let ok = o.operands.iter_mut().all(|v| match rb.mat.get(&eg.find(class_of[v])) {
-                Some(&nv) => {
+            let ok = o.operands.iter_mut().all(|v| match class_of[v.index()].and_then(|c| rb.mat[usize::from(eg.find(c))]) {
+                Some(nv) => {
                     *v = nv;
                     true
                 }
@@ -306,7 +337,7 @@ pub fn simplify_func(f: &mut Func, limits: Limits) -> (Vec<Option<usize>>, SatRe
                 // Unreachable: operands come earlier in the schedule.
                 o = op;
             }
-            rb.mat.insert(c, o.result.unwrap_or(ValueId(0)));
+            rb.mat[usize::from(c)] = Some(o.result.unwrap_or(ValueId(0)));
             rb.body.push(o);
             rb.pref.push(None);
         }
@@ -316,7 +347,7 @@ pub fn simplify_func(f: &mut Func, limits: Limits) -> (Vec<Option<usize>>, SatRe
     let replaced = rb.replaced;
     if let Some(mut r) = ret {
         for v in &mut r.operands {
-            if let Some(&nv) = class_of.get(v).and_then(|c| rb.mat.get(&eg.find(*c))) {
+            if let Some(nv) = class_of.get(v.index()).copied().flatten().and_then(|c| rb.mat[usize::from(eg.find(c))]) {
                 *v = nv;
             }
         }
@@ -375,37 +406,86 @@ fn drop_dead(
 /// choice acyclic. egg's `Extractor` computes the same costs by iterating to
 /// a fixpoint over all e-classes in hash order, which takes O(n·depth) on a
 /// deep training graph (seconds for a 100-layer gradient); this is O(e-nodes).
-fn extract_in_schedule_order(
-    eg: &CkGraph,
-    f: &Func,
-    class_of: &HashMap<ValueId, Id>,
-    op_class: &[Option<Id>],
-) -> HashMap<Id, CkNode> {
-    let mut cost: HashMap<Id, (u64, u64)> = HashMap::with_capacity(op_class.len() + f.params.len());
-    let mut best: HashMap<Id, CkNode> = HashMap::with_capacity(cost.capacity());
-    let order = f.params.iter().map(|p| class_of[&p.value]).chain(op_class.iter().flatten().copied());
+///
+/// The in-place forms (`rules::INPLACE_FORMS`) are not in the e-graph: each
+/// e-class is costed as if it held, besides its e-nodes, the in-place form
+/// of each of them that a rule allows. An in-place form only ever matches
+/// where its op does and rewrites to what the op rewrites to, so
+/// saturating with these rules would have added exactly these e-nodes and
+/// nothing else (and doubled the e-graph). Candidates are visited in the
+/// e-nodes' order (`Ord` of `CkNode`: egg keeps a class sorted, and every
+/// `InPlace` head sorts after every `Op` head), the first cheapest wins.
+fn extract_in_schedule_order(eg: &CkGraph, f: &Func, class_of: &[Option<Id>], op_class: &[Option<Id>]) -> Vec<Option<CkNode>> {
+    let slots = eg.classes().map(|c| usize::from(c.id) + 1).max().unwrap_or(0);
+    let mut cost: Vec<Option<(u64, u64)>> = vec![None; slots];
+    let mut best: Vec<Option<CkNode>> = vec![None; slots];
+    let order = f.params.iter().filter_map(|p| class_of[p.value.index()]).chain(op_class.iter().flatten().copied());
     let mut cf = NewBytes;
+    // (index of the e-node in its class, in-place form index)
+    let mut forms: Vec<(usize, usize)> = Vec::new();
     for c in order {
         let c = eg.find(c);
-        if cost.contains_key(&c) {
+        if cost[usize::from(c)].is_some() {
             continue;
         }
-        let mut pick: Option<((u64, u64), &CkNode)> = None;
-        for n in &eg[c].nodes {
-            if !n.children.iter().all(|&ch| cost.contains_key(&eg.find(ch))) {
+        let nodes = &eg[c].nodes;
+        let mut pick: Option<((u64, u64), usize, Option<usize>)> = None;
+        forms.clear();
+        for (j, n) in nodes.iter().enumerate() {
+            if !n.children.iter().all(|&ch| cost[usize::from(eg.find(ch))].is_some()) {
                 continue;
             }
-            let k = cf.cost(n, |ch| cost[&eg.find(ch)]);
-            if pick.as_ref().is_none_or(|(pk, _)| k < *pk) {
-                pick = Some((k, n));
+            let k = cf.cost(n, |ch| cost[usize::from(eg.find(ch))].unwrap_or_default());
+            if pick.as_ref().is_none_or(|(pk, _, _)| k < *pk) {
+                pick = Some((k, j, None));
+            }
+            forms.extend(rules::inplace_forms_of(n).map(|i| (j, i)));
+        }
+        // The in-place forms in `CkNode` order: kind, attributes, operand,
+        // then type, uid and children.
+        forms.sort_by(|&(a, fa), &(b, fb)| {
+            let (x, y) = (&nodes[a], &nodes[b]);
+            let (xo, yo) = (rules::INPLACE_FORMS[fa].operand, rules::INPLACE_FORMS[fb].operand);
+            let head = |n: &CkNode| match &n.head {
+                Head::Op { kind, attrs } => Some((*kind, attrs.clone())),
+                _ => None,
+            };
+            (head(x), xo, &x.ty, x.uid, &x.children).cmp(&(head(y), yo, &y.ty, y.uid, &y.children))
+        });
+        for &(j, i) in &forms {
+            // The form allocates nothing: the children's bytes, one deeper.
+            let n = &nodes[j];
+            let (mut b, mut d) = (0u64, 0u64);
+            for &ch in &n.children {
+                let (cb, cd) = cost[usize::from(eg.find(ch))].unwrap_or_default();
+                b = b.max(cb);
+                d = d.max(cd);
+            }
+            let k = (b, d.saturating_add(1));
+            if pick.as_ref().is_none_or(|(pk, _, _)| k < *pk) {
+                pick = Some((k, j, Some(i)));
             }
         }
-        if let Some((k, n)) = pick {
-            cost.insert(c, k);
-            best.insert(c, n.clone());
+        if let Some((k, j, form)) = pick {
+            cost[usize::from(c)] = Some(k);
+            let n = &nodes[j];
+            best[usize::from(c)] = Some(match (form, &n.head) {
+                (Some(i), Head::Op { kind, attrs }) => CkNode {
+                    head: Head::InPlace { kind: *kind, attrs: attrs.clone(), n: rules::INPLACE_FORMS[i].operand },
+                    ty: n.ty.clone(),
+                    uid: n.uid,
+                    children: n.children.clone(),
+                },
+                _ => n.clone(),
+            });
         }
     }
     best
+}
+
+/// The key of the op's own attributes (`empty` when it has none).
+fn attr_key(op: &Op, empty: &Arc<AttrKey>) -> Arc<AttrKey> {
+    if op.attrs.keys().all(|k| k.starts_with("ck.")) { empty.clone() } else { AttrKey::new(own_attrs(op)) }
 }
 
 /// The op's own attributes: everything but `ck.*` pass attributes.
@@ -416,9 +496,9 @@ fn own_attrs(op: &Op) -> Attrs {
 struct Rebuild<'a> {
     eg: &'a CkGraph,
     /// Best e-node of each canonical e-class.
-    best: &'a HashMap<Id, CkNode>,
+    best: &'a [Option<CkNode>],
     /// Canonical e-class → the value that holds it in the new body.
-    mat: HashMap<Id, ValueId>,
+    mat: Vec<Option<ValueId>>,
     body: Vec<Op>,
     pref: Vec<Option<usize>>,
     replaced: usize,
@@ -429,13 +509,13 @@ impl Rebuild<'_> {
     /// `orig` is the original op whose position this is, if any.
     /// Returns `None` (emitting nothing for `c`) on a cycle or depth limit.
     fn emit(&mut self, f: &mut Func, c: Id, orig: Option<(usize, &Op)>, depth: usize) -> Option<ValueId> {
-        if let Some(&v) = self.mat.get(&c) {
+        if let Some(v) = self.mat[usize::from(c)] {
             return Some(v);
         }
         if depth > 32 {
             return None;
         }
-        let node = self.best.get(&c)?.clone();
+        let node = self.best.get(usize::from(c))?.clone()?;
         let mut kids = Vec::with_capacity(node.children.len());
         for &ch in &node.children {
             let ch = self.eg.find(ch);
@@ -447,7 +527,7 @@ impl Rebuild<'_> {
         let (kind, attrs, n) = match &node.head {
             Head::Arg(i) => {
                 let v = f.params.get(*i as usize)?.value;
-                self.mat.insert(c, v);
+                self.mat[usize::from(c)] = Some(v);
                 return Some(v);
             }
             Head::Op { kind, attrs } => (*kind, attrs, None),
@@ -485,7 +565,7 @@ impl Rebuild<'_> {
         };
         op.attrs.remove(ckopt_ir::ops::ATTR_OFFSET);
         let v = op.result?;
-        self.mat.insert(c, v);
+        self.mat[usize::from(c)] = Some(v);
         self.body.push(op);
         self.pref.push(n);
         Some(v)

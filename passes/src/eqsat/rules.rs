@@ -185,14 +185,14 @@ fn rule_fns() -> Vec<(Identity, RuleFn)> {
                 let b = f32_attr(inner, "value")?;
                 let ab = a * b;
                 ((is_pow2(a) || is_pow2(b)) && ab.is_normal())
-                    .then(|| Rhs::Node(CkNode::new_op(OpKind::Scale, value_attrs(ab), n.ty.clone(), vec![inner.children[0]])))
+                    .then(|| Rhs::Node(CkNode::new_op(OpKind::Scale, value_attrs(ab), n.ty.clone(), smallvec::smallvec![inner.children[0]])))
             })
         }),
         entry(Identity::NegScale, |eg, n| {
             (kind_of(n) == Some(OpKind::Neg)).then_some(())?;
             ops_of(eg, n.children[0], OpKind::Scale).find_map(|inner| {
                 let a = f32_attr(inner, "value")?;
-                Some(Rhs::Node(CkNode::new_op(OpKind::Scale, value_attrs(-a), n.ty.clone(), vec![inner.children[0]])))
+                Some(Rhs::Node(CkNode::new_op(OpKind::Scale, value_attrs(-a), n.ty.clone(), smallvec::smallvec![inner.children[0]])))
             })
         }),
         entry(Identity::TransposeIdentity, |_, n| {
@@ -208,7 +208,7 @@ fn rule_fns() -> Vec<(Identity, RuleFn)> {
                 let q = ints_attr(inner, "perm")?;
                 let r: Option<Vec<i64>> = p.iter().map(|&i| usize::try_from(i).ok().and_then(|i| q.get(i).copied())).collect();
                 let attrs = ckopt_ir::attrs([("perm", Attr::IntArray(r?))]);
-                Some(Rhs::Node(CkNode::new_op(OpKind::Transpose, attrs, n.ty.clone(), vec![inner.children[0]])))
+                Some(Rhs::Node(CkNode::new_op(OpKind::Transpose, attrs, n.ty.clone(), smallvec::smallvec![inner.children[0]])))
             })
         }),
         entry(Identity::ReshapeIdentity, |eg, n| {
@@ -217,27 +217,98 @@ fn rule_fns() -> Vec<(Identity, RuleFn)> {
         entry(Identity::ReshapeReshape, |eg, n| {
             (kind_of(n) == Some(OpKind::Reshape)).then_some(())?;
             ops_of(eg, n.children[0], OpKind::Reshape).next().map(|inner| {
-                Rhs::Node(CkNode::new_op(OpKind::Reshape, Attrs::new(), n.ty.clone(), vec![inner.children[0]]))
+                Rhs::Node(CkNode::new_op(OpKind::Reshape, Attrs::new(), n.ty.clone(), smallvec::smallvec![inner.children[0]]))
             })
         }),
         // In-place forms: the ! form writes the same value over operand N's
         // buffer, allocating nothing. Whether that buffer is dead is NOT
-        // known here: inplace.rs checks it.
-        entry(Identity::InplaceUnary, |_, n| inplace_form(n, |k| k.is_unary_elementwise() && k != OpKind::Scale, 0)),
-        entry(Identity::InplaceScale, |_, n| inplace_form(n, |k| k == OpKind::Scale, 0)),
-        entry(Identity::InplaceBinaryLhs, |_, n| inplace_form(n, |k| matches!(k, OpKind::Sub | OpKind::Mul | OpKind::Div | OpKind::Max), 0)),
-        entry(Identity::InplaceBinaryRhs, |_, n| inplace_form(n, |k| matches!(k, OpKind::Sub | OpKind::Mul | OpKind::Div | OpKind::Max), 1)),
-        entry(Identity::InplaceReluGradDy, |_, n| inplace_form(n, |k| k == OpKind::ReluGrad, 1)),
-        entry(Identity::InplaceReluGradX, |_, n| inplace_form(n, |k| k == OpKind::ReluGrad, 0)),
-        entry(Identity::InplaceAccumulateLhs, |_, n| inplace_form(n, |k| k == OpKind::Add, 0)),
-        entry(Identity::InplaceAccumulateRhs, |_, n| inplace_form(n, |k| k == OpKind::Add, 1)),
-        entry(Identity::InplaceReshape, |_, n| inplace_form(n, |k| k == OpKind::Reshape, 0)),
+        // known here: inplace.rs checks it. `simplify_func` does not run
+        // these in the saturation: it adds them to every e-class at
+        // extraction (`inplace_forms_of`), which gives the same result.
+        entry(Identity::InplaceUnary, |_, n| form(n, 0)),
+        entry(Identity::InplaceScale, |_, n| form(n, 1)),
+        entry(Identity::InplaceBinaryLhs, |_, n| form(n, 2)),
+        entry(Identity::InplaceBinaryRhs, |_, n| form(n, 3)),
+        entry(Identity::InplaceReluGradDy, |_, n| form(n, 4)),
+        entry(Identity::InplaceReluGradX, |_, n| form(n, 5)),
+        entry(Identity::InplaceAccumulateLhs, |_, n| form(n, 6)),
+        entry(Identity::InplaceAccumulateRhs, |_, n| form(n, 7)),
+        entry(Identity::InplaceReshape, |_, n| form(n, 8)),
     ]
 }
 
 /// A rule table entry (the type annotation makes each closure a `RuleFn`).
 fn entry(id: Identity, f: RuleFn) -> (Identity, RuleFn) {
     (id, f)
+}
+
+/// One in-place form: the op kinds it applies to and the operand written over.
+pub struct InplaceForm {
+    pub id: Identity,
+    pub applies: fn(OpKind) -> bool,
+    pub operand: u8,
+}
+
+fn unary_not_scale(k: OpKind) -> bool {
+    k.is_unary_elementwise() && k != OpKind::Scale
+}
+fn is_scale(k: OpKind) -> bool {
+    k == OpKind::Scale
+}
+fn sub_mul_div_max(k: OpKind) -> bool {
+    matches!(k, OpKind::Sub | OpKind::Mul | OpKind::Div | OpKind::Max)
+}
+fn is_relu_grad(k: OpKind) -> bool {
+    k == OpKind::ReluGrad
+}
+fn is_add(k: OpKind) -> bool {
+    k == OpKind::Add
+}
+fn is_reshape(k: OpKind) -> bool {
+    k == OpKind::Reshape
+}
+
+/// The in-place forms, in rule order (the last entries of `rule_fns`).
+pub const INPLACE_FORMS: [InplaceForm; 9] = [
+    InplaceForm { id: Identity::InplaceUnary, applies: unary_not_scale, operand: 0 },
+    InplaceForm { id: Identity::InplaceScale, applies: is_scale, operand: 0 },
+    InplaceForm { id: Identity::InplaceBinaryLhs, applies: sub_mul_div_max, operand: 0 },
+    InplaceForm { id: Identity::InplaceBinaryRhs, applies: sub_mul_div_max, operand: 1 },
+    InplaceForm { id: Identity::InplaceReluGradDy, applies: is_relu_grad, operand: 1 },
+    InplaceForm { id: Identity::InplaceReluGradX, applies: is_relu_grad, operand: 0 },
+    InplaceForm { id: Identity::InplaceAccumulateLhs, applies: is_add, operand: 0 },
+    InplaceForm { id: Identity::InplaceAccumulateRhs, applies: is_add, operand: 1 },
+    InplaceForm { id: Identity::InplaceReshape, applies: is_reshape, operand: 0 },
+];
+
+/// The rule of in-place form `i`.
+fn form(node: &CkNode, i: usize) -> Option<Rhs> {
+    let f = &INPLACE_FORMS[i];
+    inplace_form(node, f.applies, f.operand)
+}
+
+/// The indices into [`INPLACE_FORMS`] of the forms whose rule fires on
+/// `node` (exactly when `rule_fns`' entry for it returns a node).
+pub fn inplace_forms_of(node: &CkNode) -> impl Iterator<Item = usize> + '_ {
+    let kind = match &node.head {
+        Head::Op { kind, .. } => Some(*kind),
+        _ => None,
+    };
+    INPLACE_FORMS
+        .iter()
+        .enumerate()
+        .filter(move |(_, f)| kind.is_some_and(|k| (f.applies)(k)) && node.children.len() > f.operand as usize)
+        .map(|(i, _)| i)
+}
+
+/// The rules `simplify_func` saturates with: the algebraic ones (the
+/// in-place forms are added at extraction, see [`inplace_forms_of`]).
+pub fn algebraic_rules() -> Vec<Rewrite<CkNode, TypeOf>> {
+    rule_fns()
+        .into_iter()
+        .filter(|(id, _)| id.info().family == crate::identities::Family::Algebraic)
+        .map(|(id, f)| rule(id.name(), f))
+        .collect()
 }
 
 /// The in-place form over operand `n` of an op e-node whose kind passes `ok`.
@@ -252,4 +323,34 @@ fn inplace_form(node: &CkNode, ok: fn(OpKind) -> bool, n: u8) -> Option<Rhs> {
         uid: node.uid,
         children: node.children.clone(),
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The in-place table and the rule table agree: the forms are the
+    /// in-place entries of `rule_fns`, in order, and on an e-node of every
+    /// op kind with up to three children, `inplace_forms_of` lists exactly
+    /// the forms whose rule returns a node.
+    #[test]
+    fn inplace_table_matches_the_rules() {
+        use crate::identities::Family;
+        let fns = rule_fns();
+        let inplace: Vec<(Identity, RuleFn)> = fns.iter().copied().filter(|(id, _)| id.info().family == Family::InPlaceForm).collect();
+        assert_eq!(inplace.iter().map(|(id, _)| *id).collect::<Vec<_>>(), INPLACE_FORMS.iter().map(|f| f.id).collect::<Vec<_>>());
+        let eg = CkGraph::new(TypeOf);
+        let ty = std::sync::Arc::new(ckopt_ir::TensorType::f32(vec![2]));
+        let mut fired = 0;
+        for kind in OpKind::ALL.iter().copied() {
+            for arity in 0..=3usize {
+                let node = CkNode::new_op(kind, Attrs::new(), ty.clone(), smallvec::smallvec![Id::from(0usize); arity]);
+                let want: Vec<usize> = inplace.iter().enumerate().filter(|(_, (_, f))| f(&eg, &node).is_some()).map(|(i, _)| i).collect();
+                let got: Vec<usize> = inplace_forms_of(&node).collect();
+                assert_eq!(got, want, "{kind:?} with {arity} children");
+                fired += got.len();
+            }
+        }
+        assert!(fired > 0);
+    }
 }
