@@ -66,7 +66,7 @@ fn has_pass(name: &str) -> bool {
 fn every_model_forward_and_gradient_on_cpu_match_interp_with_and_without_remat() {
     let pipelines = ["autodiff,memplan", "autodiff,remat{mode=sqrt},memplan", "autodiff,inplace,remat{mode=sqrt},memplan", "autodiff,inplace,fuse,remat{mode=sqrt},memplan"];
     let mut failures = Vec::new();
-    for kind in ModelKind::F32_ONLY {
+    for kind in ModelKind::ALL {
         for p in pipelines {
             let mut m = model(kind, &small(kind)).unwrap();
             if let Err(e) = optimize(&mut m, p) {

@@ -10,7 +10,7 @@
 //!
 //! Built by `build_program` from a function that memplan planned (and,
 //! optionally, `fuse` grouped). Checks, each an error naming the op: the
-//! function is planned; GEMMs and convolutions are f32; every slot lies inside its buffer; a kernel
+//! function is planned; convolutions are f32; every slot lies inside its buffer; a kernel
 //! output that overlaps an input is exactly that input's bytes and the
 //! kernel reads it element by element (else the kernel would read bytes it
 //! has overwritten); GEMM sizes fit the backends' 32-bit limits.
@@ -316,8 +316,9 @@ pub fn build_program(f: &Func, cache: &mut KernelCache) -> Result<StepProgram, D
         }
         let group = &f.body[s..=e];
         let oref = op_ref(f, s, group);
-        if matches!(op.kind, OpKind::Matmul | OpKind::Conv2d | OpKind::Conv2dGradInput | OpKind::Conv2dGradFilter) && s == e {
-            // The GEMM and convolution library calls compute f32 only.
+        if matches!(op.kind, OpKind::Conv2d | OpKind::Conv2dGradInput | OpKind::Conv2dGradFilter) && s == e {
+            // The convolution library calls compute f32 only (GEMMs take
+            // bf16/f16 operands too: the runtime converts them to f32).
             for &v in op.operands.iter().chain(op.result.iter()) {
                 crate::layout::check_f32(f.ty(v), &op.loc, || {
                     format!("'{}' op value %{} (the GEMM library call)", op.kind.full_name(), f.name_of(v))

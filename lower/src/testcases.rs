@@ -235,6 +235,10 @@ pub fn mixed_op_cases() -> Vec<Func> {
             f.push(OpKind::Add, &[x, a[0]], Attrs::new(), None, "y", u()).unwrap()
         });
     }
+    // A GEMM on low-precision operands (f32 accumulation, then rounded): another summation order than the interpreter's.
+    for (nm, dt) in [("matmul_bf16", BF16), ("matmul_f16", F16)] {
+        case(nm, &[ty(&[2, 5, 12], dt), ty(&[2, 12, 7], dt)], &|f, a| f.push(OpKind::Matmul, &[a[0], a[1]], Attrs::new(), None, "y", u()).unwrap());
+    }
     case("bf16_arith", &[ty(&[3, 10], BF16), ty(&[3, 10], BF16)], &|f, a| {
         let p = f.push(OpKind::Mul, &[a[0], a[1]], Attrs::new(), None, "p", u()).unwrap();
         let e = f.push(OpKind::Exp, &[p], Attrs::new(), None, "e", u()).unwrap();

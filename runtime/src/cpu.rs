@@ -136,6 +136,8 @@ pub struct CpuExecutor {
     res_dt: Vec<DType>,
     /// Per step: the index operands to check before it runs.
     checks: Vec<Vec<IndexCheck>>,
+    /// Per step: the element types (a, b, c) of a GEMM that is not all f32.
+    gemm_dt: Vec<Option<[DType; 3]>>,
     threads: usize,
     func: Func,
     report: Report,
@@ -170,6 +172,18 @@ impl CpuExecutor {
             .map(|(a, dt)| Arena::new(a.shape.iter().product::<u64>().saturating_mul(dt.bytes())).map_err(|m| diag(func, m.to_string())))
             .collect::<Result<_, _>>()?;
         let checks = index_checks(func, &prog)?;
+        let gemm_dt = prog
+            .steps
+            .iter()
+            .map(|s| {
+                let op = func.body.get(s.op().index as usize)?;
+                if !matches!(s, Step::Gemm { .. }) {
+                    return None;
+                }
+                let dts = [func.ty(op.operands[0]).dtype, func.ty(op.operands[1]).dtype, func.ty(op.result?).dtype];
+                dts.iter().any(|&d| d != DType::F32).then_some(dts)
+            })
+            .collect();
         let report = Report {
             backend: "cpu".into(),
             function: func.name.clone(),
@@ -193,6 +207,7 @@ impl CpuExecutor {
             arg_dt,
             res_dt,
             checks,
+            gemm_dt,
             threads: rayon::current_num_threads().max(1),
             func: func.clone(),
             report,
@@ -280,8 +295,12 @@ impl CpuExecutor {
                 Step::Kernel { kernel, args, .. } => self.kernel(*kernel as usize, args),
                 Step::Gemm { gemm, .. } => {
                     let (a, b, c) = (self.ptr(&gemm.a), self.ptr(&gemm.b), self.ptr(&gemm.c));
-                    // SAFETY: slots checked by the builder; sizes from the same gemm.
-                    unsafe { run_gemm(gemm, a, b, c, self.threads) };
+                    match self.gemm_dt.get(si).copied().flatten() {
+                        // SAFETY: slots checked by the builder; sizes and element types from the same op.
+                        Some(dts) => unsafe { run_gemm_lowp(gemm, dts, a as *const u8, b as *const u8, c as *mut u8, self.threads) },
+                        // SAFETY: slots checked by the builder; sizes from the same gemm.
+                        None => unsafe { run_gemm(gemm, a, b, c, self.threads) },
+                    }
                     Ok(())
                 }
                 Step::Conv { conv, .. } => {
@@ -453,6 +472,46 @@ pub unsafe fn run_gemm(g: &Gemm, a: *const f32, b: *const f32, c: *mut f32, thre
                 false,
                 par,
             );
+        }
+    }
+}
+
+/// Elements `[0, n)` of a buffer of element type `dt` (f32, bf16, f16) as f32.
+///
+/// # Safety
+/// `p` points to `n` elements of `dt`.
+unsafe fn to_f32(p: *const u8, dt: DType, n: usize) -> Vec<f32> {
+    // SAFETY: per the contract.
+    let bytes = unsafe { std::slice::from_raw_parts(p, n * dt.bytes() as usize) };
+    match dt {
+        DType::BF16 => bytes.chunks_exact(2).map(|c| half::bf16::from_le_bytes([c[0], c[1]]).to_f32()).collect(),
+        DType::F16 => bytes.chunks_exact(2).map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32()).collect(),
+        _ => bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect(),
+    }
+}
+
+/// A GEMM with bf16/f16 operands or result: the operands converted to f32,
+/// the f32 GEMM (f32 accumulation), the result rounded to its type (nearest
+/// even), as the interpreter's matmul.
+///
+/// # Safety
+/// `a`, `b`, `c` point to `batch` contiguous matrices of the sizes in `g`
+/// with element types `dts`.
+pub unsafe fn run_gemm_lowp(g: &Gemm, dts: [DType; 3], a: *const u8, b: *const u8, c: *mut u8, threads: usize) {
+    let (m, n, k, nb) = (g.m as usize, g.n as usize, g.k as usize, g.batch as usize);
+    // SAFETY: per the contract.
+    let (a32, b32) = unsafe { (to_f32(a, dts[0], nb * m * k), to_f32(b, dts[1], nb * k * n)) };
+    let mut c32 = vec![0.0f32; nb * m * n];
+    // SAFETY: f32 buffers of the gemm's sizes.
+    unsafe { run_gemm(g, a32.as_ptr(), b32.as_ptr(), c32.as_mut_ptr(), threads) };
+    let w = dts[2].bytes() as usize;
+    // SAFETY: per the contract, c holds nb·m·n elements of dts[2].
+    let out = unsafe { std::slice::from_raw_parts_mut(c, nb * m * n * w) };
+    for (o, v) in out.chunks_exact_mut(w).zip(&c32) {
+        match dts[2] {
+            DType::BF16 => o.copy_from_slice(&half::bf16::from_f32(*v).to_le_bytes()),
+            DType::F16 => o.copy_from_slice(&half::f16::from_f32(*v).to_le_bytes()),
+            _ => o.copy_from_slice(&v.to_le_bytes()),
         }
     }
 }
