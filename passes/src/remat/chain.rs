@@ -706,10 +706,11 @@ pub fn wavefront(f: &Func) -> Option<Func> {
     let mut border = bwd.clone();
     border.sort_by_key(|&i| (blevel[i], i));
     let border = eager_accumulations(f, &phases, &border);
-    let mut g = f.clone();
+    let mut from: Vec<usize> = (0..n).collect();
     for (&pos, &src) in fwd.iter().zip(&order).chain(bwd.iter().zip(&border)) {
-        g.body[pos] = f.body[src].clone();
+        from[pos] = src;
     }
+    let g = super::emit::with_body(f, from.iter().map(|&src| f.body[src].clone()).collect());
     // a valid schedule: every operand defined before its use
     let mut defined = vec![false; g.values.len()];
     for p in &g.params {

@@ -183,8 +183,7 @@ pub fn apply(f: &Func, ch: &Chain, strat: &Strategy) -> Emitted {
     }
     actions.sort_by_key(|a| a.0); // stable; already sorted
     let src = f;
-    let mut out = f.clone();
-    out.body = Vec::with_capacity(f.body.len() * 2);
+    let mut out = with_body(f, Vec::with_capacity(f.body.len() * 2));
     let mut env: Vec<Option<ValueId>> = (0..nv).map(|v| if keep[v] { Some(ValueId(v as u32)) } else { None }).collect();
     let mut b = Builder { src, ch, out: &mut out, env: &mut env, local: vec![None; nv], mark: vec![false; nv], clones: 0, share_all };
     let mut on_demand = 0usize;
@@ -217,6 +216,19 @@ pub fn apply(f: &Func, ch: &Chain, strat: &Strategy) -> Emitted {
     let clones = b.clones;
     let (stripped, added) = fix_inplace(&mut out);
     Emitted { func: out, clones, on_demand, inplace_stripped: stripped, inplace_added: added }
+}
+
+/// `f` with another body (everything else cloned; the body never is).
+pub fn with_body(f: &Func, body: Vec<Op>) -> Func {
+    Func {
+        name: f.name.clone(),
+        params: f.params.clone(),
+        result_types: f.result_types.clone(),
+        body,
+        attrs: f.attrs.clone(),
+        values: f.values.clone(),
+        loc: f.loc.clone(),
+    }
 }
 
 struct Builder<'a> {
