@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs what ckopt needs on Debian 12 (bookworm) when it is missing:
-# LLVM/MLIR 22 (docs/building.md) and uv (for lit). Idempotent.
+# LLVM/MLIR 22 (docs/building.md), cmake (the highs crate builds the HiGHS
+# MILP solver from source for remat{mode=optimal}) and uv (for lit). Idempotent.
 set -euo pipefail
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
-PKGS="llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22 libpolly-22-dev libzstd-dev zlib1g-dev"
+PKGS="llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22 libpolly-22-dev libzstd-dev zlib1g-dev cmake"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -395,6 +395,7 @@ static REGISTRY: &[PassInfo] = &[
             opt("k", Int { min: 1 }, "1", "log: boundaries kept per recursion level (fan-out)"),
             opt("min_gain", Number { min: Bound::Closed(0.0), max: Bound::Open(1.0) }, "0.01", "without budget/device_budget: a plan must lower no remat's temp peak by at least this fraction of it (and by at least align bytes) to be worth its recompute"),
             opt("func", FuncName, "", "only this function (default: every function with a backward)"),
+            opt("time_limit", Number { min: Bound::Open(0.0), max: Bound::Unbounded }, "10", "seconds the MILP planner (HiGHS) may search per function, on graphs that are not chains with 9 to 48 values in play"),
         ],
         statistics: &[
             stat("plan", "the plan chosen"),
@@ -408,6 +409,10 @@ static REGISTRY: &[PassInfo] = &[
             stat("inplace-marks-dropped", "in-place marks made illegal by a new reader, removed"),
             stat("inplace-marks-added", "in-place marks added to recompute clones"),
             stat("device-bytes", "device_bytes of the chosen plan (with device_budget)"),
+            stat("milp-status", "when the MILP planner ran: optimal, time-limit or infeasible (no keep set fits)"),
+            stat("milp-gap", "when the MILP planner ran: (best plan found - lower bound) / best plan, in recompute flops"),
+            stat("milp-solves", "when the MILP planner ran: HiGHS solves (one per keep set measured, plus the last)"),
+            stat("milp-rejected", "when the MILP planner ran: keep sets it proposed whose measured peak was over the budget"),
         ],
         build: crate::remat::build,
     },

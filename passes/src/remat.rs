@@ -47,6 +47,7 @@ pub mod chain;
 pub mod curve;
 pub mod dag;
 pub mod emit;
+pub mod milp;
 pub mod plan;
 
 use crate::manager::{OptionError, Pass, PassOptions, Statistics};
@@ -99,6 +100,8 @@ pub struct RematOptions {
     pub min_gain: f64,
     /// Only this function (without `@`); None: every function.
     pub func: Option<String>,
+    /// Seconds the MILP planner ([`milp`]) may search, per function.
+    pub time_limit: f64,
 }
 
 impl Default for RematOptions {
@@ -122,6 +125,8 @@ pub struct RematOutcome {
     pub plan: String,
     /// device_bytes of the chosen plan, when `device_budget` was given.
     pub device_bytes: Option<u64>,
+    /// What the MILP planner reported, when it ran.
+    pub milp: Option<milp::Report>,
 }
 
 /// `N bytes` as MiB with two decimals.
@@ -331,6 +336,11 @@ fn smallest_candidates(f: &Func, ch: &Chain, opts: &RematOptions, out: &mut Vec<
         None if !dag::is_chain(f, ch) && dag::applies(f, &dag::candidates(f, ch)) => {
             push_found(f, ch, vec![dag::branchwise(f, ch)], out);
             push_found(f, ch, dag::descent(f, ch, None), out);
+            if milp::applies(f, ch)
+                && let Some(o) = milp::min_peak(f, ch, opts.time_limit)
+            {
+                push_found(f, ch, o.best.into_iter().collect(), out);
+            }
         }
         None => {}
     }
@@ -371,7 +381,7 @@ pub fn remat_func(f: &mut Func, opts: &RematOptions) -> Result<Option<RematOutco
     for o in plan_modes(opts, limits.any()) {
         all_candidates(f, &ch, &o, temp_budget, &mut cands);
     }
-    graph_candidates(f, &ch, opts, limits.any(), temp_budget, &mut cands);
+    let milp_report = graph_candidates(f, &ch, opts, limits.any(), temp_budget, &mut cands);
     if opts.device_budget.is_some() {
         measure_device(f, &mut cands, opts.align)?;
         reaim_optimal(f, &ch, opts, &limits, temp_budget, &mut cands)?;
@@ -386,7 +396,9 @@ pub fn remat_func(f: &mut Func, opts: &RematOptions) -> Result<Option<RematOutco
     let Some(best) = pick(&cands, &limits) else {
         return Err(infeasible(f, opts, &cands, args));
     };
-    Ok(Some(adopt(f, cands.swap_remove(best), ch.len(), before, tried)))
+    let mut out = adopt(f, cands.swap_remove(best), ch.len(), before, tried);
+    out.milp = milp_report;
+    Ok(Some(out))
 }
 
 /// The plans found on the graph itself ([`dag`]), for `greedy` and
@@ -395,19 +407,31 @@ pub fn remat_func(f: &mut Func, opts: &RematOptions) -> Result<Option<RematOutco
 /// greedy descent aimed at the temp budget, and without a limit (then as
 /// low as it goes) only when the forward is not a chain (on a chain the
 /// chain planners see every choice of cuts already).
-fn graph_candidates(f: &Func, ch: &Chain, opts: &RematOptions, limited: bool, temp_budget: Option<u64>, cands: &mut Vec<Candidate>) {
+///
+/// With a temp budget, when the forward is not a chain and has more
+/// candidates than the exhaustive enumeration takes but at most
+/// [`milp::MILP_MAX`], the MILP planner's plan too (its report returned).
+fn graph_candidates(f: &Func, ch: &Chain, opts: &RematOptions, limited: bool, temp_budget: Option<u64>, cands: &mut Vec<Candidate>) -> Option<milp::Report> {
     let exhaustive = limited || opts.mode == Mode::Optimal;
     if !(limited || matches!(opts.mode, Mode::Greedy | Mode::Optimal)) || (opts.mode == Mode::Greedy && !opts.search && !limited) {
-        return;
+        return None;
     }
     match dag::exhaustive(f, ch).filter(|_| exhaustive) {
         Some(front) => push_found(f, ch, front, cands),
         None if (limited || !dag::is_chain(f, ch)) && dag::applies(f, &dag::candidates(f, ch)) => {
             push_found(f, ch, vec![dag::branchwise(f, ch)], cands);
             push_found(f, ch, dag::descent(f, ch, temp_budget), cands);
+            if let Some(b) = temp_budget
+                && milp::applies(f, ch)
+                && let Some(out) = milp::least_recompute(f, ch, b, opts.time_limit)
+            {
+                push_found(f, ch, out.best.into_iter().collect(), cands);
+                return Some(out.report);
+            }
         }
         None => {}
     }
+    None
 }
 
 /// The modes whose plans are measured. Without a limit, the mode's own.
@@ -603,6 +627,12 @@ impl Pass for RematPass {
                     if let Some(d) = o.device_bytes {
                         stats.add_func(&f.name, "device-bytes", d);
                     }
+                    if let Some(m) = &o.milp {
+                        stats.add_func(&f.name, "milp-status", m.status.name());
+                        stats.add_func(&f.name, "milp-gap", format!("{:.4}", m.gap));
+                        stats.add_func(&f.name, "milp-solves", m.solves);
+                        stats.add_func(&f.name, "milp-rejected", m.rejected);
+                    }
                 }
                 Ok(None) => {}
                 Err(d) => diags.push(d),
@@ -633,6 +663,7 @@ pub fn parse_options(o: &PassOptions) -> Result<RematOptions, OptionError> {
         threshold: o.bytes("threshold")?,
         min_gain: o.number("min_gain")?,
         func: o.func_name("func")?,
+        time_limit: o.number("time_limit")?,
     })
 }
 
@@ -646,3 +677,5 @@ pub(crate) mod families;
 mod tests;
 #[cfg(test)]
 mod tests_dag;
+#[cfg(test)]
+mod tests_milp;
