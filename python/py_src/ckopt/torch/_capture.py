@@ -871,7 +871,10 @@ def _where(cx, a, k):
     if not (hx in (None, 0, 0.0) and hy in (None, 0, 0.0)) or out is None:
         key = f"where:{_host_key(hx)}:{_host_key(hy)}"
         cx.where_parts[(c.node, key)] = (hx, hy)
-        term = cx.host_arg(c, key, shape)
+        # the host tensor at the host parts' own broadcast shape (a causal
+        # mask [1, 1, T, T], not the scores' [B, H, T, T]), broadcast in ck
+        hshape = tuple(torch.broadcast_shapes(c.shape, *[h.shape for h in (hx, hy) if isinstance(h, Host)]))
+        term = cx.bcast(cx.host_arg(c, key, hshape), shape)
         out = term if out is None else cx.b.op("add", [out, term], term.type)
     return out
 
