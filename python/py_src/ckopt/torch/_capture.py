@@ -8,9 +8,12 @@ value (a tuple for multi-output ops).
 Values that depend only on integer/bool inputs, buffers and constants (index
 arithmetic, masks built with arange/full/comparisons, label bookkeeping of
 cross_entropy) are *host values*: torch computes them at each call, before
-the planned step runs, and a float op that reads one receives it as an extra
-argument of the ck function (a one-hot matrix for an index, a 0/1 float mask
-for a condition). Everything the gradient flows through is ck.
+the planned step runs, and an op that reads one receives it as an extra
+argument of the ck function (indices and labels as i64 for ck.gather,
+ck.take_along and ck.cross_entropy, or, for executor="ckopt", whose backend
+has no integer ops yet, a one-hot float matrix; a 0/1 float mask for a
+condition; an additive 0/-inf mask for attention). Everything the gradient
+flows through is ck.
 """
 
 from __future__ import annotations
@@ -94,8 +97,13 @@ class Host:
 
 @dataclasses.dataclass
 class HostArg:
-    """An extra ck argument fed from a host value: `kind` is "float" (the
-    value as float32), "onehot:N" (one-hot of an index tensor, N classes)."""
+    """An extra ck argument fed from a host value (`_host_feed` in
+    __init__.py computes it at each call): `kind` is "float" (the value as
+    float32), "int" (as int64), "int_ignore:I"/"keep:I" (labels with
+    ignore_index I replaced by 0 / the 0-1 mask of the others), "onehot:N"
+    (one-hot of an index tensor, N classes), "mask"/"invmask"/"where:..."
+    (a condition's masks and selected host branches), "additive"/"causal:L:S"
+    (attention masks, 0 where attended, -inf elsewhere)."""
 
     name: str
     node: Any
@@ -871,7 +879,10 @@ def _where(cx, a, k):
     if not (hx in (None, 0, 0.0) and hy in (None, 0, 0.0)) or out is None:
         key = f"where:{_host_key(hx)}:{_host_key(hy)}"
         cx.where_parts[(c.node, key)] = (hx, hy)
-        term = cx.host_arg(c, key, shape)
+        # the host tensor at the host parts' own broadcast shape (a causal
+        # mask [1, 1, T, T], not the scores' [B, H, T, T]), broadcast in ck
+        hshape = tuple(torch.broadcast_shapes(c.shape, *[h.shape for h in (hx, hy) if isinstance(h, Host)]))
+        term = cx.bcast(cx.host_arg(c, key, hshape), shape)
         out = term if out is None else cx.b.op("add", [out, term], term.type)
     return out
 
