@@ -7,7 +7,11 @@
 //! aligned, zeroed) and reused by every step; each argument has a resident
 //! buffer (`set_arg`), so training keeps parameters and optimizer state in
 //! place across steps: the step writes updated parameters into them
-//! (donated arguments) and only the loss needs reading back.
+//! (donated arguments) and only the loss needs reading back. An argument's
+//! buffer is allocated when it is first set (an argument never set is
+//! zeros, allocated at the first run), so an executor whose parameters are
+//! lent to it by another (`take_arg`/`put_arg`: evaluation borrowing the
+//! training step's parameters) never holds a copy of them.
 //!
 //! Threads: kernels whose outermost loop is splittable and that visit at
 //! least `PAR_MIN_WORK` elements run as contiguous ranges on the rayon pool;
@@ -75,7 +79,10 @@ pub struct CpuExecutor {
     kernels: Arc<CpuKernels>,
     arena: Arena,
     workspace: Arena,
+    /// Argument buffers (empty until set or run).
     args: Vec<Vec<f32>>,
+    /// Arguments whose buffer is lent to another executor (`take_arg`).
+    lent: Vec<bool>,
     threads: usize,
     func: Func,
     report: Report,
@@ -101,13 +108,14 @@ impl CpuExecutor {
     pub fn from_program(func: &Func, prog: StepProgram, cache: &KernelCache, kernels: Arc<CpuKernels>) -> Result<CpuExecutor, Diag> {
         let arena = Arena::new(prog.arena_bytes).map_err(|m| diag(func, m.to_string()))?;
         let workspace = Arena::new(prog.workspace_bytes).map_err(|m| diag(func, m.to_string()))?;
-        let args: Vec<Vec<f32>> = prog.args.iter().map(|a| vec![0.0; a.shape.iter().product::<u64>() as usize]).collect();
+        let args: Vec<Vec<f32>> = prog.args.iter().map(|_| Vec::new()).collect();
+        let lent = vec![false; args.len()];
         let report = Report {
             backend: "cpu".into(),
             function: func.name.clone(),
             arena_bytes: prog.arena_bytes,
             arena_allocated_bytes: arena.len() as u64,
-            input_bytes: args.iter().map(|a| 4 * a.len() as u64).sum(),
+            input_bytes: prog.args.iter().map(|a| 4 * a.shape.iter().product::<u64>()).sum(),
             workspace_bytes: workspace.len() as u64,
             kernels: Some(prog.steps.iter().filter(|s| matches!(s, Step::Kernel { .. })).count()),
             distinct_kernels: Some(cache.len()),
@@ -122,6 +130,7 @@ impl CpuExecutor {
             arena,
             workspace,
             args,
+            lent,
             threads: rayon::current_num_threads().max(1),
             func: func.clone(),
             report,
@@ -133,12 +142,23 @@ impl CpuExecutor {
         &self.prog
     }
 
-    /// Copies `t` into argument `i`'s resident buffer.
+    /// Elements of argument `i`.
+    fn arg_len(&self, i: usize) -> usize {
+        self.prog.args.get(i).map(|a| a.shape.iter().product::<u64>() as usize).unwrap_or(0)
+    }
+
+    /// Copies `t` into argument `i`'s resident buffer (allocated on first use).
     pub fn set_arg(&mut self, i: usize, t: &Tensor) -> Result<(), Diag> {
         let want: Vec<usize> = self.prog.args.get(i).map(|a| a.shape.iter().map(|&d| d as usize).collect()).unwrap_or_default();
+        let n = self.arg_len(i);
         match self.args.get_mut(i) {
-            Some(buf) if t.shape == want && t.data.len() == buf.len() => {
-                buf.copy_from_slice(&t.data);
+            Some(buf) if t.shape == want && t.data.len() == n => {
+                if buf.len() == n {
+                    buf.copy_from_slice(&t.data);
+                } else {
+                    *buf = t.data.clone();
+                }
+                self.lent[i] = false;
                 Ok(())
             }
             _ => Err(diag(&self.func, format!("argument {i} of @{} needs shape {want:?}, got {:?}", self.func.name, t.shape))),
@@ -146,10 +166,38 @@ impl CpuExecutor {
     }
 
     /// The current contents of argument `i` (after a step: updated
-    /// parameters for donated ones).
+    /// parameters for donated ones; zeros if never set; `None` while lent).
     pub fn arg(&self, i: usize) -> Option<Tensor> {
         let a = self.prog.args.get(i)?;
-        Some(Tensor::vector(self.args.get(i)?.clone()).reshaped(a.shape.iter().map(|&d| d as usize).collect()))
+        if *self.lent.get(i)? {
+            return None;
+        }
+        let n = self.arg_len(i);
+        let buf = self.args.get(i)?;
+        let data = if buf.len() == n { buf.clone() } else { vec![0.0; n] };
+        Some(Tensor::vector(data).reshaped(a.shape.iter().map(|&d| d as usize).collect()))
+    }
+
+    /// Lends argument `i`'s buffer (see `ckopt_interp::StepExec::take_arg`):
+    /// `None` if it was never set (nothing to lend) or is lent already.
+    pub fn take_arg(&mut self, i: usize) -> Option<Vec<f32>> {
+        let n = self.arg_len(i);
+        if *self.lent.get(i)? || self.args.get(i)?.len() != n {
+            return None;
+        }
+        self.lent[i] = true;
+        Some(std::mem::take(&mut self.args[i]))
+    }
+
+    /// Installs a buffer of argument `i`'s size (lent by `take_arg`); gives
+    /// it back if its size differs.
+    pub fn put_arg(&mut self, i: usize, b: Vec<f32>) -> Result<(), Vec<f32>> {
+        if i >= self.args.len() || b.len() != self.arg_len(i) {
+            return Err(b);
+        }
+        self.args[i] = b;
+        self.lent[i] = false;
+        Ok(())
     }
 
     fn base(&mut self, b: BufId) -> *mut f32 {
@@ -169,6 +217,15 @@ impl CpuExecutor {
     /// Runs the program once on the resident argument buffers.
     pub fn run(&mut self) -> Result<(), Diag> {
         let t = Instant::now();
+        for i in 0..self.args.len() {
+            if self.lent[i] {
+                return Err(diag(&self.func, format!("argument {i} of @{} is lent to another executor", self.func.name)));
+            }
+            let n = self.arg_len(i);
+            if self.args[i].len() != n {
+                self.args[i] = vec![0.0; n];
+            }
+        }
         let steps = std::mem::take(&mut self.prog.steps);
         let r = self.run_steps(&steps);
         self.prog.steps = steps;
@@ -265,7 +322,7 @@ impl CpuExecutor {
             BufId::Arena => self.arena.as_slice(),
             BufId::Workspace => self.workspace.as_slice(),
             BufId::Arg(i) => {
-                let a = self.args.get(i as usize)?;
+                let a = self.args.get(i as usize).filter(|a| !a.is_empty())?;
                 return Some(Tensor::vector(a.clone()).reshaped(r.shape.iter().map(|&d| d as usize).collect()));
             }
         };
@@ -478,5 +535,12 @@ impl ckopt_interp::StepExec for CpuExecutor {
     }
     fn peak_bytes(&self) -> u64 {
         self.report.arena_allocated_bytes
+    }
+    fn take_arg(&mut self, i: usize) -> Option<ckopt_interp::ArgBuf> {
+        CpuExecutor::take_arg(self, i).map(|v| ckopt_interp::ArgBuf(Box::new(v)))
+    }
+    fn put_arg(&mut self, i: usize, b: ckopt_interp::ArgBuf) -> Result<(), ckopt_interp::ArgBuf> {
+        let v = b.0.downcast::<Vec<f32>>().map_err(ckopt_interp::ArgBuf)?;
+        CpuExecutor::put_arg(self, i, *v).map_err(|v| ckopt_interp::ArgBuf(Box::new(v)))
     }
 }
