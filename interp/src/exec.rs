@@ -26,7 +26,24 @@ pub trait StepExec {
     fn result_in_arg(&self, j: usize) -> Option<usize>;
     /// Measured bytes of the last run (interp: its peak; backends: their arena).
     fn peak_bytes(&self) -> u64;
+    /// Moves argument `i`'s storage out, without copying it, to lend it to
+    /// another executor of the same kind (`put_arg`); until it comes back
+    /// this executor has no argument `i` and running is an error. `None`:
+    /// this executor cannot lend (the caller copies with `arg`/`set_arg`).
+    fn take_arg(&mut self, _i: usize) -> Option<ArgBuf> {
+        None
+    }
+    /// Installs storage taken from an executor of the same kind as argument
+    /// `i` (dropping what it held); gives it back when it does not fit
+    /// (another kind of executor, another size).
+    fn put_arg(&mut self, _i: usize, b: ArgBuf) -> Result<(), ArgBuf> {
+        Err(b)
+    }
 }
+
+/// An argument's storage on its way from one executor to another
+/// (`StepExec::take_arg` / `put_arg`): the backend's own buffer, moved.
+pub struct ArgBuf(pub Box<dyn std::any::Any + Send>);
 
 /// The interpreter as a `StepExec`.
 pub struct InterpExec {
@@ -72,5 +89,22 @@ impl StepExec for InterpExec {
     }
     fn peak_bytes(&self) -> u64 {
         self.stats.peak_bytes
+    }
+    fn take_arg(&mut self, i: usize) -> Option<ArgBuf> {
+        let a = self.args.get_mut(i)?;
+        let empty = Tensor { shape: Vec::new(), dtype: a.dtype, data: Vec::new(), ints: Vec::new() };
+        Some(ArgBuf(Box::new(std::mem::replace(a, empty))))
+    }
+    fn put_arg(&mut self, i: usize, b: ArgBuf) -> Result<(), ArgBuf> {
+        let t = b.0.downcast::<Tensor>().map_err(ArgBuf)?;
+        let want = find_func(&self.module, &self.func).ok().and_then(|f| f.params.get(i).map(|p| f.ty(p.value).clone()));
+        let fits = want.is_some_and(|ty| ty.dtype == t.dtype && ty.shape.iter().map(|&d| d as usize).eq(t.shape.iter().copied()));
+        match self.args.get_mut(i) {
+            Some(a) if fits => {
+                *a = *t;
+                Ok(())
+            }
+            _ => Err(ArgBuf(t)),
+        }
     }
 }

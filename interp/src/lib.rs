@@ -22,7 +22,7 @@ pub mod tensor;
 
 pub use arena::run_func_in_arena;
 pub use eval::{eval_kind, eval_op};
-pub use exec::{InterpExec, StepExec};
+pub use exec::{ArgBuf, InterpExec, StepExec};
 pub use random::{dropout_keep, random_arg, random_inputs, try_random_inputs};
 pub use run::{RunStats, check_inputs, find_func, run_func, run_func_with_stats};
 pub use tensor::{ShapeError, Tensor, round_to};

@@ -7,7 +7,11 @@
 //! aligned, zeroed) and reused by every step; each argument has a resident
 //! buffer (`set_arg`), so training keeps parameters and optimizer state in
 //! place across steps: the step writes updated parameters into them
-//! (donated arguments) and only the loss needs reading back.
+//! (donated arguments) and only the loss needs reading back. An argument's
+//! buffer is allocated when it is first set (an argument never set is
+//! zeros, allocated at the first run), so an executor whose parameters are
+//! lent to it by another (`take_arg`/`put_arg`: evaluation borrowing the
+//! training step's parameters) never holds a copy of them.
 //!
 //! Threads: kernels whose outermost loop is splittable and that visit at
 //! least `PAR_MIN_WORK` elements run as contiguous ranges on the rayon pool;
@@ -138,6 +142,8 @@ pub struct CpuExecutor {
     checks: Vec<Vec<IndexCheck>>,
     /// Per step: the element types (a, b, c) of a GEMM that is not all f32.
     gemm_dt: Vec<Option<[DType; 3]>>,
+    /// Arguments whose buffer is lent to another executor (`take_arg`).
+    lent: Vec<bool>,
     threads: usize,
     func: Func,
     report: Report,
@@ -184,6 +190,7 @@ impl CpuExecutor {
                 dts.iter().any(|&d| d != DType::F32).then_some(dts)
             })
             .collect();
+        let lent = vec![false; args.len()];
         let report = Report {
             backend: "cpu".into(),
             function: func.name.clone(),
@@ -208,6 +215,7 @@ impl CpuExecutor {
             res_dt,
             checks,
             gemm_dt,
+            lent,
             threads: rayon::current_num_threads().max(1),
             func: func.clone(),
             report,
@@ -219,6 +227,12 @@ impl CpuExecutor {
         &self.prog
     }
 
+    /// Bytes of argument `i`'s buffer.
+    fn arg_bytes(&self, i: usize) -> u64 {
+        let n: u64 = self.prog.args.get(i).map(|a| a.shape.iter().product()).unwrap_or(0);
+        n.saturating_mul(self.arg_dt.get(i).map_or(4, |d| d.bytes()))
+    }
+
     /// Copies `t` into argument `i`'s resident buffer.
     pub fn set_arg(&mut self, i: usize, t: &Tensor) -> Result<(), Diag> {
         let want: Vec<usize> = self.prog.args.get(i).map(|a| a.shape.iter().map(|&d| d as usize).collect()).unwrap_or_default();
@@ -228,6 +242,11 @@ impl CpuExecutor {
                 &self.func,
                 format!("argument {i} of @{} needs element type {}, got {}", self.func.name, dt.name(), t.dtype.name()),
             ));
+        }
+        if self.lent.get(i) == Some(&true) && t.shape == want {
+            // The lent buffer is gone with its borrower: a fresh one.
+            self.args[i] = Arena::new(self.arg_bytes(i)).map_err(|m| diag(&self.func, m.to_string()))?;
+            self.lent[i] = false;
         }
         match self.args.get_mut(i) {
             Some(buf) if t.shape == want && t.bytes() == buf.len() as u64 => {
@@ -245,11 +264,36 @@ impl CpuExecutor {
     }
 
     /// The current contents of argument `i` (after a step: updated
-    /// parameters for donated ones).
+    /// parameters for donated ones; zeros if never set; `None` while lent).
     pub fn arg(&self, i: usize) -> Option<Tensor> {
         let a = self.prog.args.get(i)?;
+        if *self.lent.get(i)? {
+            return None;
+        }
         let dt = *self.arg_dt.get(i)?;
         Tensor::from_le_bytes(a.shape.iter().map(|&d| d as usize).collect(), dt, self.args.get(i)?.as_slice()).ok()
+    }
+
+    /// Lends argument `i`'s buffer (see `ckopt_interp::StepExec::take_arg`):
+    /// `None` if it is lent already.
+    pub fn take_arg(&mut self, i: usize) -> Option<Arena> {
+        if *self.lent.get(i)? {
+            return None;
+        }
+        let empty = Arena::new(0).ok()?;
+        self.lent[i] = true;
+        Some(std::mem::replace(&mut self.args[i], empty))
+    }
+
+    /// Installs a buffer of argument `i`'s size (lent by `take_arg`); gives
+    /// it back if its size differs.
+    pub fn put_arg(&mut self, i: usize, b: Arena) -> Result<(), Arena> {
+        if i >= self.args.len() || b.len() as u64 != self.arg_bytes(i) {
+            return Err(b);
+        }
+        self.args[i] = b;
+        self.lent[i] = false;
+        Ok(())
     }
 
     fn base(&mut self, b: BufId) -> *mut f32 {
@@ -271,6 +315,11 @@ impl CpuExecutor {
     /// Runs the program once on the resident argument buffers.
     pub fn run(&mut self) -> Result<(), Diag> {
         let t = Instant::now();
+        for i in 0..self.args.len() {
+            if self.lent[i] {
+                return Err(diag(&self.func, format!("argument {i} of @{} is lent to another executor", self.func.name)));
+            }
+        }
         let steps = std::mem::take(&mut self.prog.steps);
         let r = self.run_steps(&steps);
         self.prog.steps = steps;
@@ -676,5 +725,12 @@ impl ckopt_interp::StepExec for CpuExecutor {
     }
     fn peak_bytes(&self) -> u64 {
         self.report.arena_allocated_bytes
+    }
+    fn take_arg(&mut self, i: usize) -> Option<ckopt_interp::ArgBuf> {
+        CpuExecutor::take_arg(self, i).map(|v| ckopt_interp::ArgBuf(Box::new(v)))
+    }
+    fn put_arg(&mut self, i: usize, b: ckopt_interp::ArgBuf) -> Result<(), ckopt_interp::ArgBuf> {
+        let v = b.0.downcast::<Arena>().map_err(ckopt_interp::ArgBuf)?;
+        CpuExecutor::put_arg(self, i, *v).map_err(|v| ckopt_interp::ArgBuf(Box::new(v)))
     }
 }

@@ -250,6 +250,12 @@ impl ckopt_interp::StepExec for Executor {
     fn peak_bytes(&self) -> u64 {
         self.exec().peak_bytes()
     }
+    fn take_arg(&mut self, i: usize) -> Option<ckopt_interp::ArgBuf> {
+        self.exec_mut().take_arg(i)
+    }
+    fn put_arg(&mut self, i: usize, b: ckopt_interp::ArgBuf) -> Result<(), ckopt_interp::ArgBuf> {
+        self.exec_mut().put_arg(i, b)
+    }
 }
 
 /// The median of a list of times (0 when empty).

@@ -427,3 +427,42 @@ fn params_file_trains_as_the_seed_that_wrote_it() {
     let e = err(&[other.to_str().unwrap(), "--train", "--params", st]);
     assert!(e.contains("match no {ck.param} argument") || e.contains("no tensor for {ck.param}"), "{e}");
 }
+
+/// On cpu the evaluation borrows the training step's parameter buffers (no
+/// second copy) and gives them back: a run that evaluates every 2 steps
+/// trains exactly as one that does not, and its eval figures are the
+/// interpreter's (to float rounding).
+#[cfg(feature = "lower")]
+#[test]
+fn cpu_evaluation_borrows_the_parameters_and_gives_them_back() {
+    let d = tmp("cpu-eval");
+    let ck = model_file(&d, "resnet", &["depth", "1", "channels", "4", "image", "4", "classes", "3", "batch", "4"]);
+    let n = 24;
+    let (mut x, mut t) = (Vec::new(), Vec::new());
+    for e in 0..n {
+        let k = e % 3;
+        x.extend((0..3 * 16).map(|j| k as f32 - 1.0 + 0.01 * (j % 5) as f32));
+        t.extend((0..3).map(|j| if j == k { 1.0f32 } else { 0.0 }));
+    }
+    let data = d.join("d.safetensors");
+    write(&data, &[("x", vec![n, 3, 4, 4], f32_bytes(&x)), ("target", vec![n, 3], f32_bytes(&t))], Dtype::F32);
+    let (ck, data) = (ck.to_str().unwrap(), data.to_str().unwrap());
+    let run = |backend: &str, eval: bool| {
+        let rep = d.join(format!("{backend}-{eval}.json"));
+        let mut a = vec![ck, "--backend", backend, "--train", "--data", data, "--steps", "6", "--optimizer", "adamw", "--lr", "0.05", "--report", rep.to_str().unwrap()];
+        if eval {
+            a.extend(["--eval-data", data, "--eval-every", "2"]);
+        }
+        ok(&a);
+        report(&rep)
+    };
+    let (with, without, interp) = (run("cpu", true), run("cpu", false), run("interp", true));
+    assert_eq!(loss_bits(&with), loss_bits(&without), "evaluating in between changes no parameter");
+    let ev = |r: &Value| r["eval"].as_array().unwrap().iter().map(|e| (e["loss"].as_f64().unwrap(), e["accuracy"].as_f64().unwrap())).collect::<Vec<_>>();
+    let (c, i) = (ev(&with), ev(&interp));
+    assert_eq!(c.len(), 3);
+    for ((cl, ca), (il, ia)) in c.iter().zip(&i) {
+        assert!((cl - il).abs() <= 1e-4 * il.abs().max(1.0), "eval loss cpu {cl} vs interp {il}");
+        assert!((ca - ia).abs() <= 1.0 / 24.0 + 1e-9, "accuracy cpu {ca} vs interp {ia}");
+    }
+}

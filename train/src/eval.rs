@@ -168,12 +168,45 @@ fn hits(scores: &Tensor, target: &Tensor, how: Target) -> (usize, usize) {
 
 impl Evaluator {
     /// Evaluates with the parameters of `train` (argument `i` of the
-    /// training executor for each `i` in `params`).
-    pub fn run(&mut self, train: &dyn StepExec, step: usize) -> Result<EvalResult, String> {
-        for &i in &self.params {
-            let t = train.arg(i).ok_or_else(|| format!("no parameter {i}"))?;
-            self.exec.set_arg(i, &t).map_err(|d| d.message)?;
+    /// training executor for each `i` in `params`). The parameters are
+    /// lent, not copied, when both executors can (`StepExec::take_arg`: the
+    /// interpreter and cpu), so evaluation holds no second copy of them;
+    /// they are back in `train` when this returns, error or not.
+    pub fn run(&mut self, train: &mut dyn StepExec, step: usize) -> Result<EvalResult, String> {
+        let mut lent = Vec::new();
+        let mut copied = Ok(());
+        for i in self.params.clone() {
+            match train.take_arg(i).map(|b| self.exec.put_arg(i, b)) {
+                Some(Ok(())) => lent.push(i),
+                Some(Err(b)) => {
+                    if train.put_arg(i, b).is_err() {
+                        copied = Err(format!("evaluation: parameter {i} could not be given back"));
+                        break;
+                    }
+                    copied = self.copy_param(train, i);
+                }
+                None => copied = self.copy_param(train, i),
+            }
+            if copied.is_err() {
+                break;
+            }
         }
+        let r = copied.and_then(|()| self.batches(step));
+        for i in lent {
+            let back = self.exec.take_arg(i).map(|b| train.put_arg(i, b));
+            if !matches!(back, Some(Ok(()))) {
+                return Err(format!("evaluation: parameter {i} could not be given back to the training step"));
+            }
+        }
+        r
+    }
+
+    fn copy_param(&mut self, train: &dyn StepExec, i: usize) -> Result<(), String> {
+        let t = train.arg(i).ok_or_else(|| format!("no parameter {i}"))?;
+        self.exec.set_arg(i, &t).map_err(|d| d.message)
+    }
+
+    fn batches(&mut self, step: usize) -> Result<EvalResult, String> {
         let (mut sum, mut n, mut hit, mut counted, mut batches) = (0.0f64, 0usize, 0usize, 0usize, 0usize);
         for batch in self.data.eval_batches() {
             let mut target: Option<Tensor> = None;

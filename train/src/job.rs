@@ -177,7 +177,7 @@ pub fn run(
             && step % every == 0
             && step != last
         {
-            let e = ev.run(exec, step)?;
+            let e = ev.run(&mut *exec, step)?;
             obs.eval(&e);
             r.eval.push(e);
         }
@@ -198,7 +198,7 @@ pub fn run(
     let n = r.losses.len().max(1) as f64;
     r.wall_step_ms = t_all.elapsed().as_secs_f64() * 1e3 / n;
     if let Some(ev) = eval.as_deref_mut() {
-        let e = ev.run(exec, start_step + r.losses.len())?;
+        let e = ev.run(&mut *exec, start_step + r.losses.len())?;
         obs.eval(&e);
         r.eval.push(e);
     }

@@ -44,11 +44,11 @@ fn integer_label_cross_entropy_accuracy_counts_labelled_rows() {
     let bytes = i64_bytes(&labels);
     safetensors::serialize_to_file([("y".to_string(), TensorView::new(Dtype::I64, vec![8], &bytes).unwrap())], None, &data).unwrap();
     let y0 = Tensor::from_ints(vec![4], ckopt_ir::DType::I64, vec![0; 4]).unwrap();
-    let train = InterpExec::new(m.clone(), "f", vec![z.clone(), y0.clone()]).unwrap();
+    let mut train = InterpExec::new(m.clone(), "f", vec![z.clone(), y0.clone()]).unwrap();
     let em = ckopt_ir::Module { funcs: vec![ef.clone()] };
     let exec = InterpExec::new(em, &ef.name, vec![Tensor::zeros(&[4, 3]), y0]).unwrap();
     let mut ev = Evaluator { exec: Box::new(exec), data: Dataset::open(data.to_str().unwrap(), &f, &[0]).unwrap(), params: vec![0], target };
-    let r = ev.run(&train, 3).unwrap();
+    let r = ev.run(&mut train, 3).unwrap();
     assert_eq!(r.accuracy, Some(4.0 / 7.0), "batch 1: rows 0 and 2 of 3 counted; batch 2: rows 1 and 3 of 4");
     assert_eq!((r.step, r.examples), (3, 8));
     // The mean loss is the loss function's own, batch by batch.
@@ -59,7 +59,9 @@ fn integer_label_cross_entropy_accuracy_counts_labelled_rows() {
         want += out[0].item().unwrap() as f64 / 2.0;
     }
     assert_eq!(r.loss, want);
-    assert_eq!(train.arg(0).unwrap().data, z.data, "evaluation leaves the parameters as they were");
+    assert_eq!(train.arg(0).unwrap().data, z.data, "evaluation gives the parameters back as they were");
+    assert!(ev.exec.arg(0).unwrap().data.is_empty(), "they were lent, and the evaluator keeps no copy");
+    assert_eq!(ev.run(&mut train, 4).unwrap().accuracy, Some(4.0 / 7.0), "lent again for the next evaluation");
 }
 
 /// `ckopt-gen gpt`'s loss: cross_entropy of [B·S, V] logits against the
