@@ -83,9 +83,6 @@ pub fn check_f32(ty: &TensorType, loc: &Loc, what: impl FnOnce() -> String) -> R
 /// reads or produces a value whose element type is not f32: the check of a
 /// backend whose kernels compute f32 only (cuda).
 pub fn check_f32_only(f: &Func) -> Result<(), Diag> {
-    for (i, p) in f.params.iter().enumerate() {
-        check_f32(f.ty(p.value), &f.loc, || format!("argument {i} (%{}) of @{}", f.name_of(p.value), f.name))?;
-    }
     for op in &f.body {
         let opname = op.kind.full_name();
         for &o in &op.operands {
@@ -94,6 +91,9 @@ pub fn check_f32_only(f: &Func) -> Result<(), Diag> {
         if let Some(r) = op.result {
             check_f32(f.ty(r), &op.loc, || format!("'{opname}' op result"))?;
         }
+    }
+    for (i, p) in f.params.iter().enumerate() {
+        check_f32(f.ty(p.value), &f.loc, || format!("argument {i} (%{}) of @{}", f.name_of(p.value), f.name))?;
     }
     Ok(())
 }

@@ -2,9 +2,11 @@
 //! KernelCache`) as one MLIR function, all in one module, lowered to LLVM
 //! and JIT-compiled once by MLIR's ExecutionEngine at -O3.
 //!
-//! Kernel ABI: `void kN(float *p0, ..., float *pK, int64 lo, int64 hi)`:
+//! Kernel ABI: `void kN(T0 *p0, ..., TK *pK, int64 lo, int64 hi)`:
 //! the kernel's inputs, outputs and (if it has one) workspace as bare
-//! pointers (`memref<Nxf32>` with the bare-pointer calling convention), then
+//! pointers (`memref<N x E>`, `E` the storage type of the value's element
+//! type, `emit::mem_elem`; the workspace f32; the bare-pointer calling
+//! convention), then
 //! the range `[lo, hi)` of its splittable outermost loop
 //! (`Kernel::split`), so the runtime can hand ranges to several threads.
 //! A kernel knows nothing of offsets: the step program passes pointers.

@@ -528,15 +528,19 @@ pub unsafe fn run_gemm(g: &Gemm, a: *const f32, b: *const f32, c: *mut f32, thre
 /// Elements `[0, n)` of a buffer of element type `dt` (f32, bf16, f16) as f32.
 ///
 /// # Safety
-/// `p` points to `n` elements of `dt`.
+/// `p` points to `n` elements of `dt`, aligned to the element size.
 unsafe fn to_f32(p: *const u8, dt: DType, n: usize) -> Vec<f32> {
-    // SAFETY: per the contract.
-    let bytes = unsafe { std::slice::from_raw_parts(p, n * dt.bytes() as usize) };
-    match dt {
-        DType::BF16 => bytes.chunks_exact(2).map(|c| half::bf16::from_le_bytes([c[0], c[1]]).to_f32()).collect(),
-        DType::F16 => bytes.chunks_exact(2).map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32()).collect(),
-        _ => bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect(),
+    use half::slice::HalfFloatSliceExt;
+    let mut out = vec![0.0f32; n];
+    // SAFETY: per the contract (the layout aligns every value to its element size).
+    unsafe {
+        match dt {
+            DType::BF16 => std::slice::from_raw_parts(p as *const half::bf16, n).convert_to_f32_slice(&mut out),
+            DType::F16 => std::slice::from_raw_parts(p as *const half::f16, n).convert_to_f32_slice(&mut out),
+            _ => out.copy_from_slice(std::slice::from_raw_parts(p as *const f32, n)),
+        }
     }
+    out
 }
 
 /// A GEMM with bf16/f16 operands or result: the operands converted to f32,
@@ -553,14 +557,14 @@ pub unsafe fn run_gemm_lowp(g: &Gemm, dts: [DType; 3], a: *const u8, b: *const u
     let mut c32 = vec![0.0f32; nb * m * n];
     // SAFETY: f32 buffers of the gemm's sizes.
     unsafe { run_gemm(g, a32.as_ptr(), b32.as_ptr(), c32.as_mut_ptr(), threads) };
-    let w = dts[2].bytes() as usize;
-    // SAFETY: per the contract, c holds nb·m·n elements of dts[2].
-    let out = unsafe { std::slice::from_raw_parts_mut(c, nb * m * n * w) };
-    for (o, v) in out.chunks_exact_mut(w).zip(&c32) {
+    use half::slice::HalfFloatSliceExt;
+    let len = nb * m * n;
+    // SAFETY: per the contract, c holds nb·m·n aligned elements of dts[2].
+    unsafe {
         match dts[2] {
-            DType::BF16 => o.copy_from_slice(&half::bf16::from_f32(*v).to_le_bytes()),
-            DType::F16 => o.copy_from_slice(&half::f16::from_f32(*v).to_le_bytes()),
-            _ => o.copy_from_slice(&v.to_le_bytes()),
+            DType::BF16 => std::slice::from_raw_parts_mut(c as *mut half::bf16, len).convert_from_f32_slice(&c32),
+            DType::F16 => std::slice::from_raw_parts_mut(c as *mut half::f16, len).convert_from_f32_slice(&c32),
+            _ => std::slice::from_raw_parts_mut(c as *mut f32, len).copy_from_slice(&c32),
         }
     }
 }
