@@ -14,6 +14,7 @@ cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
 g=bench/remat_graphs.py
 for s in 1 2 3 4 5 6; do python3 $g random --seed $s --ops 10 --n 128 --rows 128 > $tmp/random-$s.ck; done
+for s in 7 8 9; do python3 $g random --seed $s --ops 18 --n 128 --rows 128 > $tmp/random18-$s.ck; done
 python3 $g wide --branches 4 --depth 3 --n 128 --rows 128 > $tmp/wide4x3.ck
 python3 $g wide --branches 4 --depth 3 --n 128 --rows 128 --end > $tmp/wide4x3-end.ck
 python3 $g selfprod --n 256 > $tmp/selfprod.ck
