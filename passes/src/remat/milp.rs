@@ -126,12 +126,7 @@ fn build_model(f: &Func, ch: &Chain) -> Option<Model> {
     let is_node = |v: usize| ch.fwd_val[v] && ch.def[v].is_some() && !ch.forced[v] && cidx[v] == usize::MAX;
     let mut nidx = vec![usize::MAX; nv];
     let mut nodes: Vec<usize> = Vec::new();
-    let mut stack: Vec<usize> = Vec::new();
-    for v in 0..nv {
-        if cidx[v] != usize::MAX || (ch.mirror[v] && ch.needed[v] && is_node(v)) {
-            stack.push(v);
-        }
-    }
+    let mut stack: Vec<usize> = (0..nv).filter(|&v| cidx[v] != usize::MAX || (ch.mirror[v] && ch.needed[v] && is_node(v))).collect();
     let mut seen = vec![false; nv];
     while let Some(v) = stack.pop() {
         if seen[v] {
@@ -156,8 +151,8 @@ fn build_model(f: &Func, ch: &Chain) -> Option<Model> {
     let node_fixed: Vec<bool> = nodes.iter().map(|&v| ch.mirror[v] && ch.needed[v]).collect();
     let mut node_by_cand = vec![Vec::new(); nodes.len()];
     let mut node_by_node = vec![Vec::new(); nodes.len()];
-    for v in 0..nv {
-        if cidx[v] == usize::MAX && nidx[v] == usize::MAX {
+    for (v, (&cv, &nv_)) in cidx.iter().zip(&nidx).enumerate() {
+        if cv == usize::MAX && nv_ == usize::MAX {
             continue;
         }
         let Some(d) = ch.def[v] else { continue };
@@ -213,9 +208,9 @@ fn build_model(f: &Func, ch: &Chain) -> Option<Model> {
     let mut at: std::collections::HashMap<Vec<usize>, usize> = std::collections::HashMap::new();
     for (p, &bytes) in tl.iter().enumerate() {
         let mut savers: Vec<(usize, u64)> = Vec::new();
-        for c in 0..cand.len() {
+        for (c, &v) in cand.iter().enumerate() {
             if frees(c, p) {
-                savers.push((c, f.ty(cand[c]).bytes()));
+                savers.push((c, f.ty(v).bytes()));
             }
         }
         let always: u64 = (cand.len()..droppable.len()).filter(|&c| frees(c, p)).map(|c| f.ty(ValueId(droppable[c] as u32)).bytes()).sum();
