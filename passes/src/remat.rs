@@ -421,9 +421,15 @@ fn graph_candidates(f: &Func, ch: &Chain, opts: &RematOptions, limited: bool, te
         None if (limited || !dag::is_chain(f, ch)) && dag::applies(f, &dag::candidates(f, ch)) => {
             push_found(f, ch, vec![dag::branchwise(f, ch)], cands);
             push_found(f, ch, dag::descent(f, ch, temp_budget), cands);
+            // The least recompute already known within the budget bounds
+            // the search (only without a device budget, which the known
+            // plan may miss).
+            let known = temp_budget
+                .filter(|_| opts.device_budget.is_none())
+                .and_then(|b| cands.iter().filter(|c| c.peak <= b).map(|c| c.rflops).min());
             if let Some(b) = temp_budget
                 && milp::applies(f, ch)
-                && let Some(out) = milp::least_recompute(f, ch, b, opts.time_limit)
+                && let Some(out) = milp::least_recompute(f, ch, b, known, opts.time_limit)
             {
                 push_found(f, ch, out.best.into_iter().collect(), cands);
                 return Some(out.report);

@@ -126,12 +126,7 @@ fn build_model(f: &Func, ch: &Chain) -> Option<Model> {
     let is_node = |v: usize| ch.fwd_val[v] && ch.def[v].is_some() && !ch.forced[v] && cidx[v] == usize::MAX;
     let mut nidx = vec![usize::MAX; nv];
     let mut nodes: Vec<usize> = Vec::new();
-    let mut stack: Vec<usize> = Vec::new();
-    for v in 0..nv {
-        if cidx[v] != usize::MAX || (ch.mirror[v] && ch.needed[v] && is_node(v)) {
-            stack.push(v);
-        }
-    }
+    let mut stack: Vec<usize> = (0..nv).filter(|&v| cidx[v] != usize::MAX || (ch.mirror[v] && ch.needed[v] && is_node(v))).collect();
     let mut seen = vec![false; nv];
     while let Some(v) = stack.pop() {
         if seen[v] {
@@ -156,8 +151,8 @@ fn build_model(f: &Func, ch: &Chain) -> Option<Model> {
     let node_fixed: Vec<bool> = nodes.iter().map(|&v| ch.mirror[v] && ch.needed[v]).collect();
     let mut node_by_cand = vec![Vec::new(); nodes.len()];
     let mut node_by_node = vec![Vec::new(); nodes.len()];
-    for v in 0..nv {
-        if cidx[v] == usize::MAX && nidx[v] == usize::MAX {
+    for (v, (&cv, &nv_)) in cidx.iter().zip(&nidx).enumerate() {
+        if cv == usize::MAX && nv_ == usize::MAX {
             continue;
         }
         let Some(d) = ch.def[v] else { continue };
@@ -213,9 +208,9 @@ fn build_model(f: &Func, ch: &Chain) -> Option<Model> {
     let mut at: std::collections::HashMap<Vec<usize>, usize> = std::collections::HashMap::new();
     for (p, &bytes) in tl.iter().enumerate() {
         let mut savers: Vec<(usize, u64)> = Vec::new();
-        for c in 0..cand.len() {
+        for (c, &v) in cand.iter().enumerate() {
             if frees(c, p) {
-                savers.push((c, f.ty(cand[c]).bytes()));
+                savers.push((c, f.ty(v).bytes()));
             }
         }
         let always: u64 = (cand.len()..droppable.len()).filter(|&c| frees(c, p)).map(|c| f.ty(ValueId(droppable[c] as u32)).bytes()).sum();
@@ -282,7 +277,7 @@ enum Goal {
 
 /// One program: columns k_0..k_m (kept), r_0..r_n (recomputed), and for
 /// `Goal::Peak` a last column P.
-fn solve_once(m: &Model, goal: Goal, cuts: &[Vec<bool>], seconds: f64) -> Result<Option<(Vec<bool>, f64)>, Status> {
+fn solve_once(m: &Model, goal: Goal, cuts: &[Vec<bool>], below: Option<u64>, seconds: f64) -> Result<Option<(Vec<bool>, f64)>, Status> {
     let (nc, nn) = (m.cand.len(), m.node_cost.len());
     let unit = m.drop_cost.iter().chain(&m.node_cost).fold(0u64, |g, &c| gcd(g, c)).max(1);
     let bunit = m.stages.iter().flat_map(|s| s.1.iter().map(|x| x.1)).fold(0u64, gcd).max(1);
@@ -334,6 +329,15 @@ fn solve_once(m: &Model, goal: Goal, cuts: &[Vec<bool>], seconds: f64) -> Result
                 pb.add_row(..=((total as f64 - *bytes as f64) / bunit as f64), row);
             }
         }
+    }
+    // Only plans that recompute less than `below` (in the program's
+    // integral units: LB/unit <= ceil(below/unit) - 1).
+    if let (Goal::Recompute(_), Some(below)) = (goal, below) {
+        let fixed: u64 = m.drop_cost.iter().map(|&c| c / unit).sum();
+        let most = below.div_ceil(unit) as f64 - 1.0 - fixed as f64;
+        let mut row: Vec<(highs::Col, f64)> = (0..nc).map(|c| (cols[c], -((m.drop_cost[c] / unit) as f64))).collect();
+        row.extend((0..nn).map(|i| (cols[nc + i], (m.node_cost[i] / unit) as f64)));
+        pb.add_row(..=most, row);
     }
     for cut in cuts {
         // exclude this keep set: sum_{kept} (1-k) + sum_{dropped} k >= 1
@@ -397,17 +401,21 @@ pub fn applies(f: &Func, ch: &Chain) -> bool {
 /// The least measured recompute within `budget` over every keep set (both
 /// ways), within `time_limit` seconds. None when the program does not
 /// apply (size limits).
-pub fn least_recompute(f: &Func, ch: &Chain, budget: u64, time_limit: f64) -> Option<Outcome> {
-    search(f, ch, Goal::Recompute(budget), time_limit)
+///
+/// `known`: the least recompute of a plan already known to fit (the other
+/// planners'); only keep sets that recompute less are searched, and
+/// `optimal` without a plan then means none does.
+pub fn least_recompute(f: &Func, ch: &Chain, budget: u64, known: Option<u64>, time_limit: f64) -> Option<Outcome> {
+    search(f, ch, Goal::Recompute(budget), known, time_limit)
 }
 
 /// The least measured temp peak over every keep set (both ways): the
 /// smallest feasible budget of the plan space.
 pub fn min_peak(f: &Func, ch: &Chain, time_limit: f64) -> Option<Outcome> {
-    search(f, ch, Goal::Peak, time_limit)
+    search(f, ch, Goal::Peak, None, time_limit)
 }
 
-fn search(f: &Func, ch: &Chain, goal: Goal, time_limit: f64) -> Option<Outcome> {
+fn search(f: &Func, ch: &Chain, goal: Goal, known: Option<u64>, time_limit: f64) -> Option<Outcome> {
     let model = build_model(f, ch)?;
     let start = Instant::now();
     let cols = model.cand.len() + model.node_cost.len() + usize::from(matches!(goal, Goal::Peak));
@@ -425,10 +433,10 @@ fn search(f: &Func, ch: &Chain, goal: Goal, time_limit: f64) -> Option<Outcome> 
     let (mut solves, mut rejected) = (0usize, 0usize);
     let mut lower = 0u64;
     let finish = |status: Status, best: Option<(Strategy, Vec<bool>, u64, u64)>, solves, rejected, lower: u64| {
-        let gap = match (&best, status) {
+        let inc = best.as_ref().map(|(_, _, p, r)| score(*p, *r).0).or(known);
+        let gap = match (inc, status) {
             (_, Status::Optimal) => 0.0,
-            (Some((_, _, p, r)), _) => {
-                let inc = score(*p, *r).0;
+            (Some(inc), _) => {
                 if inc == 0 { 0.0 } else { inc.saturating_sub(lower) as f64 / inc as f64 }
             }
             (None, _) => 1.0,
@@ -442,9 +450,10 @@ fn search(f: &Func, ch: &Chain, goal: Goal, time_limit: f64) -> Option<Outcome> 
             return finish(Status::TimeLimit, best, solves, rejected, lower);
         }
         solves += 1;
-        let kept = match solve_once(&model, goal, &cuts, left) {
+        let below = best.as_ref().map(|(_, _, p, r)| score(*p, *r).0).into_iter().chain(known).min();
+        let kept = match solve_once(&model, goal, &cuts, below.filter(|_| matches!(goal, Goal::Recompute(_))), left) {
             Err(Status::Infeasible) | Ok(None) => {
-                let st = if best.is_some() { Status::Optimal } else { Status::Infeasible };
+                let st = if best.is_some() || known.is_some() { Status::Optimal } else { Status::Infeasible };
                 return finish(st, best, solves, rejected, lower);
             }
             Err(st) => return finish(st, best, solves, rejected, lower),

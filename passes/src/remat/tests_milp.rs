@@ -77,7 +77,7 @@ fn milp_matches_brute_force_on_random_dags() {
         assert_eq!(mp.report.status, milp::Status::Optimal, "seed {seed}: {:?}", mp.report);
         assert_eq!(mp.best.as_ref().map(|b| b.peak), Some(lowest), "seed {seed}: least peak");
         if lowest > 1 {
-            let o = milp::least_recompute(f, &ch, lowest - 1, 30.0).expect("applies");
+            let o = milp::least_recompute(f, &ch, lowest - 1, None, 30.0).expect("applies");
             assert_eq!(o.report.status, milp::Status::Infeasible, "seed {seed}");
             assert!(o.best.is_none());
         }
@@ -87,7 +87,7 @@ fn milp_matches_brute_force_on_random_dags() {
         let n = dag::candidates(f, &ch).len();
         for &b in peaks.iter().step_by((peaks.len() / 4).max(1)) {
             let least = all.iter().filter(|x| x.0 <= b).map(|x| x.1).min().unwrap();
-            let o = milp::least_recompute(f, &ch, b, 30.0).expect("applies");
+            let o = milp::least_recompute(f, &ch, b, None, 30.0).expect("applies");
             assert_eq!(o.report.status, milp::Status::Optimal, "seed {seed} budget {b}: {:?}", o.report);
             assert_eq!(o.report.gap, 0.0);
             let best = o.best.expect("a plan fits");
@@ -132,7 +132,7 @@ fn milp_plans_wide_branches_and_reports_its_status() {
     let mp = milp::min_peak(&f, &ch, 30.0).expect("applies").best.expect("a plan");
     let none = crate::analysis::peak(&f, &crate::analysis::liveness(&f), false);
     let b = mp.peak + (none - mp.peak) / 3;
-    let o = milp::least_recompute(&f, &ch, b, 30.0).expect("applies");
+    let o = milp::least_recompute(&f, &ch, b, None, 30.0).expect("applies");
     assert_eq!(o.report.status, milp::Status::Optimal, "{:?}", o.report);
     let best = o.best.expect("fits");
     assert!(best.peak <= b && best.rflops > 0);
@@ -142,7 +142,7 @@ fn milp_plans_wide_branches_and_reports_its_status() {
     assert_eq!(out.milp.as_ref().map(|m| m.status), Some(milp::Status::Optimal));
     ckopt_ir::verify_module(&Module { funcs: vec![g.clone()] }).unwrap();
     assert_eq!(super::tests::result_exprs(&f), super::tests::result_exprs(&g));
-    let o = milp::least_recompute(&f, &ch, mp.peak - 1, 30.0).expect("applies");
+    let o = milp::least_recompute(&f, &ch, mp.peak - 1, None, 30.0).expect("applies");
     assert_eq!(o.report.status, milp::Status::Infeasible);
     // Through the pass manager: the statistics name the status.
     let mut m = Module { funcs: vec![f.clone()] };
@@ -158,7 +158,7 @@ fn milp_plans_wide_branches_and_reports_its_status() {
 fn milp_time_limit_is_reported() {
     let f = grad_of(&wide_branches(4, 3, 64, 64, false));
     let ch = chain::build_chain(&f);
-    let o = milp::least_recompute(&f, &ch, u64::MAX / 2, 1e-9).expect("applies");
+    let o = milp::least_recompute(&f, &ch, u64::MAX / 2, None, 1e-9).expect("applies");
     assert_eq!(o.report.status, milp::Status::TimeLimit);
     assert!(o.best.is_none() && o.report.gap == 1.0);
     let none = crate::analysis::peak(&f, &crate::analysis::liveness(&f), false);
