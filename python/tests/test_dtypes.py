@@ -65,9 +65,14 @@ def test_integer_argument_errors(ints):
         m.run(np.zeros((4, 8), np.int64), *m.random_inputs(0)[1:])
 
 
-def test_integers_on_cpu_are_a_compile_error():
-    with pytest.raises(ckopt.CompileError, match="element type"):
-        ckopt.parse(INTS, "ints.ck").compile("ints", "cpu")
+def test_integers_on_cpu_equal_the_interpreter(ints):
+    cpu = ckopt.parse(INTS, "ints.ck").compile("ints", "cpu")
+    ids = np.array([[1, 2, 3], [4, 5, 6]], dtype=np.int64)
+    mask = np.array([True, False, True])
+    n = np.array([3, -4, 65536], dtype=np.int32)
+    for a, b in zip(cpu.run(ids, mask, n), ints.run(ids, mask, n)):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)
 
 
 def test_low_precision_float_arguments_are_rounded():
