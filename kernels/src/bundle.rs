@@ -42,6 +42,12 @@ pub const HEADER_BYTES: usize = 32;
 pub const LIB_GEMM: &str = "ck_lib_gemm";
 pub const LIB_IM2COL: &str = "ck_lib_im2col";
 pub const LIB_COL2IM: &str = "ck_lib_col2im";
+
+/// The fallback GEMM kernel for operands and result of element type `dt`
+/// (`ck_lib_gemm` for f32, `ck_lib_gemm_bf16`, `ck_lib_gemm_f16`).
+pub fn lib_gemm_entry(dt: ckopt_ir::DType) -> String {
+    if dt == ckopt_ir::DType::F32 { LIB_GEMM.to_string() } else { format!("{LIB_GEMM}_{}", dt.name()) }
+}
 /// Tile edge of the fallback GEMM kernel (blocks of `GEMM_TILE`² threads).
 pub const GEMM_TILE: u32 = 16;
 /// Threads per block of the im2col/col2im kernels and of loop kernels.
@@ -119,7 +125,7 @@ impl StepProgram {
     pub fn signature(&self, n: Option<usize>) -> Func {
         let mut f = Func::new(self.func.clone(), Loc::unknown());
         for a in self.args.iter().take(n.unwrap_or(self.args.len())) {
-            f.add_param(a.name.clone(), TensorType::f32(a.shape.clone()), a.param);
+            f.add_param(a.name.clone(), TensorType::new(a.shape.clone(), a.dtype), a.param);
             let attrs = &mut f.params.last_mut().expect("just added").attrs;
             for (on, name) in [(a.donated, ATTR_DONATE), (a.step_key, ATTR_STEP), (a.opt_state, ATTR_OPT_STATE)] {
                 if on {
@@ -300,8 +306,9 @@ mod tests {
                 step_key: false,
                 opt_state: false,
                 hyper: None,
+                dtype: ckopt_ir::DType::F32,
             }],
-            results: vec![ResultInfo { shape: vec![4], slot: slot(BufId::Arena, 0, 16) }],
+            results: vec![ResultInfo { shape: vec![4], slot: slot(BufId::Arena, 0, 16), dtype: ckopt_ir::DType::F32 }],
             steps: vec![Step::Kernel { kernel: 0, args: vec![slot(BufId::Arg(0), 0, 16), slot(BufId::Arena, 0, 16)], op }],
         };
         Bundle {

@@ -20,8 +20,46 @@ use crate::kernel::{KernelCache, extract, with_alias};
 use crate::layout::{Buf, Layout, Place, layout};
 use ckopt_ir::fusion::analyze;
 use ckopt_ir::ops::{ATTR_DONATE, ATTR_OPT_STATE, ATTR_PARAM, ATTR_STEP, attr_bool, conv_params};
-use ckopt_ir::{Diag, Func, Op, OpKind, ValueId};
+use ckopt_ir::{DType, Diag, Func, Op, OpKind, ValueId};
 use serde::{Deserialize, Serialize};
+
+/// Element types in bundles: by name (`"bf16"`), f32 when absent (bundles
+/// written before element types were recorded).
+mod dtype_serde {
+    use ckopt_ir::DType;
+    use serde::{Deserialize, Deserializer, Serializer};
+    pub fn serialize<S: Serializer>(d: &DType, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(d.name())
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<DType, D::Error> {
+        let s = String::deserialize(d)?;
+        DType::from_name(&s).ok_or_else(|| serde::de::Error::custom(format!("unknown element type '{s}'")))
+    }
+    pub fn is_f32(d: &DType) -> bool {
+        *d == DType::F32
+    }
+    pub fn f32() -> DType {
+        DType::F32
+    }
+    pub mod three {
+        use ckopt_ir::DType;
+        use serde::{Deserialize, Deserializer, Serializer};
+        pub fn serialize<S: Serializer>(d: &[DType; 3], s: S) -> Result<S::Ok, S::Error> {
+            s.collect_seq(d.iter().map(|t| t.name()))
+        }
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<[DType; 3], D::Error> {
+            let v = <[String; 3]>::deserialize(d)?;
+            let one = |s: &str| DType::from_name(s).ok_or_else(|| serde::de::Error::custom(format!("unknown element type '{s}'")));
+            Ok([one(&v[0])?, one(&v[1])?, one(&v[2])?])
+        }
+        pub fn is_f32(d: &[DType; 3]) -> bool {
+            d.iter().all(|&t| t == DType::F32)
+        }
+        pub fn f32() -> [DType; 3] {
+            [DType::F32; 3]
+        }
+    }
+}
 
 /// Which buffer a slot is in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -65,7 +103,8 @@ pub struct OpRef {
     pub loc: String,
 }
 
-/// `C[b] = op(A[b]) · op(B[b])` for b in 0..batch, row-major, f32.
+/// `C[b] = op(A[b]) · op(B[b])` for b in 0..batch, row-major, of element
+/// types `dtypes` (A, B, C: f32, bf16 or f16; f32 accumulation).
 /// A is `[M, K]` (`[K, M]` when `trans_a`), B is `[K, N]` (`[N, K]` when
 /// `trans_b`), C is `[M, N]`; consecutive batch matrices are contiguous.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -79,6 +118,9 @@ pub struct Gemm {
     pub a: Slot,
     pub b: Slot,
     pub c: Slot,
+    /// Element types of A, B and C.
+    #[serde(default = "dtype_serde::three::f32", skip_serializing_if = "dtype_serde::three::is_f32", with = "dtype_serde::three")]
+    pub dtypes: [DType; 3],
 }
 
 /// Which convolution a library step computes.
@@ -166,6 +208,9 @@ pub struct ArgInfo {
     /// `{ck.hyper = NAME, ck.hyper_default = V}`: a hyperparameter input.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hyper: Option<(String, f32)>,
+    /// Its element type.
+    #[serde(default = "dtype_serde::f32", skip_serializing_if = "dtype_serde::is_f32", with = "dtype_serde")]
+    pub dtype: DType,
 }
 
 /// Where a result is after the step.
@@ -173,6 +218,9 @@ pub struct ArgInfo {
 pub struct ResultInfo {
     pub shape: Vec<u64>,
     pub slot: Slot,
+    /// Its element type.
+    #[serde(default = "dtype_serde::f32", skip_serializing_if = "dtype_serde::is_f32", with = "dtype_serde")]
+    pub dtype: DType,
 }
 
 /// The executable form of one planned function.
@@ -239,6 +287,7 @@ fn gemm_of(f: &Func, l: &Layout, op: &Op) -> Result<Gemm, Diag> {
         a: slot_of(f, l, op.operands[0], op)?,
         b: slot_of(f, l, op.operands[1], op)?,
         c: slot_of(f, l, res, op)?,
+        dtypes: [a.dtype, b.dtype, f.ty(res).dtype],
     })
 }
 
@@ -395,12 +444,17 @@ pub fn build_program(f: &Func, cache: &mut KernelCache) -> Result<StepProgram, D
                 (Some(ckopt_ir::Attr::Str(n)), d) => Some((n.clone(), if let Some(ckopt_ir::Attr::F32(x)) = d { *x } else { 0.0 })),
                 _ => None,
             },
+            dtype: f.ty(p.value).dtype,
         })
         .collect();
     let results = l
         .outputs
         .iter()
-        .map(|(t, p)| ResultInfo { shape: t.shape.clone(), slot: Slot { buf: p.buf.into(), offset: p.offset, bytes: t.bytes() } })
+        .map(|(t, p)| ResultInfo {
+            shape: t.shape.clone(),
+            slot: Slot { buf: p.buf.into(), offset: p.offset, bytes: t.bytes() },
+            dtype: t.dtype,
+        })
         .collect();
     Ok(StepProgram { func: f.name.clone(), arena_bytes: l.arena_bytes, workspace_bytes: workspace, args, results, steps })
 }
@@ -436,13 +490,18 @@ impl StepProgram {
                     format!("call {}({})", kernel_name(*kernel as usize), a.join(", "))
                 }
                 Step::Gemm { gemm: g, .. } => format!(
-                    "gemm batch {} m {} n {} k {}{}{}: {} = {} x {}",
+                    "gemm batch {} m {} n {} k {}{}{}{}: {} = {} x {}",
                     g.batch,
                     g.m,
                     g.n,
                     g.k,
                     if g.trans_a { " trans_a" } else { "" },
                     if g.trans_b { " trans_b" } else { "" },
+                    if g.dtypes.iter().all(|&d| d == DType::F32) {
+                        String::new()
+                    } else {
+                        format!(" {} = {} x {}", g.dtypes[2].name(), g.dtypes[0].name(), g.dtypes[1].name())
+                    },
                     g.c,
                     g.a,
                     g.b
