@@ -41,8 +41,8 @@
 use crate::emit::{self, Em, Mem, for_loop};
 use crate::vemit::{Comp, VEm};
 use ckopt_ir::ops::attr_ints;
-use ckopt_ir::{Diag, Func, Loc, OpKind, ValueId};
-use ckopt_kernels::bundle::{GEMM_TILE, LIB_BLOCK, LIB_COL2IM, LIB_GEMM, LIB_IM2COL, MAX_GRID};
+use ckopt_ir::{DType, Diag, Func, Loc, OpKind, ValueId};
+use ckopt_kernels::bundle::{GEMM_TILE, LIB_BLOCK, LIB_COL2IM, LIB_IM2COL, MAX_GRID, lib_gemm_entry};
 use ckopt_kernels::{CudaKernel, Kernel, KernelKind, Launch};
 use std::collections::HashSet;
 use std::fmt::Write;
@@ -152,10 +152,14 @@ fn ids(em: &mut Em, ity: &str) -> Ids {
     Ids { bid, bdim, tid, gdim, tid_index }
 }
 
-/// The kernel's parameters: pointer names and their element counts.
+/// The kernel's parameters: pointer names and their element counts (and
+/// the outputs' element types). Inputs and outputs are `memref<N x E>`, `E`
+/// the storage type of the value's element type (`emit::mem_elem`); the
+/// workspace and the scratch buffer are f32.
 struct Params {
     ins: Vec<String>,
     outs: Vec<(String, u64)>,
+    out_dt: Vec<DType>,
     scratch: Option<(String, u64)>,
     decls: Vec<String>,
 }
@@ -164,9 +168,14 @@ fn params(k: &Kernel, scratch_floats: u64) -> Params {
     let func = &k.func;
     let ins: Vec<String> = (0..func.params.len()).map(|i| format!("%in{i}")).collect();
     let outs: Vec<(String, u64)> = func.result_types.iter().enumerate().map(|(j, t)| (format!("%out{j}"), t.elems())).collect();
-    let mut decls: Vec<String> =
-        func.params.iter().enumerate().map(|(i, p)| format!("{}: {}", ins[i], memref(func.ty(p.value).elems()))).collect();
-    decls.extend(outs.iter().map(|(m, n)| format!("{m}: {}", memref(*n))));
+    let out_dt: Vec<DType> = func.result_types.iter().map(|t| t.dtype).collect();
+    let mut decls: Vec<String> = func
+        .params
+        .iter()
+        .enumerate()
+        .map(|(i, p)| format!("{}: {}", ins[i], emit::memref_of(func.ty(p.value).elems(), func.ty(p.value).dtype)))
+        .collect();
+    decls.extend(outs.iter().zip(&out_dt).map(|((m, n), dt)| format!("{m}: {}", emit::memref_of(*n, *dt))));
     if k.workspace > 0 {
         decls.push(format!("%ws: {}", memref(k.workspace / 4)));
     }
@@ -174,7 +183,7 @@ fn params(k: &Kernel, scratch_floats: u64) -> Params {
     if let Some((m, n)) = &scratch {
         decls.push(format!("{m}: {}", memref(*n)));
     }
-    Params { ins, outs, scratch, decls }
+    Params { ins, outs, out_dt, scratch, decls }
 }
 
 /// `gpu.func @name(params) [workgroup(...)] kernel {...}`.
@@ -289,7 +298,7 @@ fn loop_kernel(i: usize, k: &Kernel, shape: &[u64], flat: bool) -> Result<Kernel
         // input it reads at this element only.
         for (j, val) in vals.iter().enumerate() {
             let (m, nn) = &p.outs[j];
-            v.store(m, *nn, &at, val)?;
+            v.store_typed(m, *nn, p.out_dt[j], &at, val)?;
         }
         Ok(vec![])
     })?;
@@ -350,16 +359,19 @@ fn store_prologue(v: &mut VEm, rd: &Red, p: &Params, idx: &[Comp], at: &Comp) ->
     for &j in &rd.pro {
         let val = v.value(rd.outs[j], idx)?;
         let (m, n) = &p.outs[j];
-        v.store(m, *n, at, &val)?;
+        v.store_typed(m, *n, p.out_dt[j], at, &val)?;
     }
     Ok(())
 }
 
-/// The epilogue at result element `at` (flat, `ity`) given the reduction's value `total`.
+/// The epilogue at result element `at` (flat, `ity`) given the reduction's
+/// value `total` (the f32 accumulator, rounded here to the reduction's
+/// element type as the interpreter rounds its result).
 fn epilogue(em: &mut Em, rd: &Red, p: &Params, ins: &[String], ity: &'static str, at: &str, total: &str) -> Result<(), Diag> {
+    let total = emit::round_reg(em, total, rd.func.ty(rd.r).dtype, 1);
     let mut v = VEm::new(em, rd.func, 1, ins);
     v.ity = ity;
-    v.given.insert(rd.r, total.to_string());
+    v.given.insert(rd.r, total);
     let at = Comp::S(at.to_string());
     let ridx = if rd.r_shape.is_empty() { Vec::new() } else { v.delinearize(&at, &rd.r_shape) };
     let mut vals = Vec::with_capacity(rd.epi.len());
@@ -368,7 +380,7 @@ fn epilogue(em: &mut Em, rd: &Red, p: &Params, ins: &[String], ity: &'static str
     }
     for (&j, val) in rd.epi.iter().zip(&vals) {
         let (m, n) = &p.outs[j];
-        v.store(m, *n, &at, val)?;
+        v.store_typed(m, *n, p.out_dt[j], &at, val)?;
     }
     Ok(())
 }
@@ -656,21 +668,38 @@ fn single_kernel(i: usize, k: &Kernel) -> Result<KernelCode, Diag> {
         })
         .collect();
     let (m, n) = p.outs.first().cloned().ok_or_else(|| err(format!("'{}' kernel without output", op.kind.full_name())))?;
+    let out = Mem { name: m, n, dt: p.out_dt[0] };
+    // Ops computed a row at a time (`cross_entropy_grad`): one thread per row.
+    let row_op = emit::row_op(op).is_some();
+    let items = if row_op { func.ty(op.operands[0]).shape.first().copied().unwrap_or(1) } else { n };
     let mut em = Em::nvptx("t", 3);
     let id = ids(&mut em, "index");
     let base = ibin(&mut em, "muli", &id.bid, &id.bdim, "index");
     let start = ibin(&mut em, "addi", &base, &id.tid, "index");
     let stride = ibin(&mut em, "muli", &id.gdim, &id.bdim, "index");
-    let hi = c_int(&mut em, n, "index");
+    let hi = c_int(&mut em, items, "index");
     for_loop(&mut em, &start, &hi, &stride, "index", &[], &mut |em, iv, _| {
-        let v = emit::element(em, func, op, &ins, iv)?;
-        em.line(&format!("memref.store {v}, {m}[{iv}] : {}", memref(n)));
+        if row_op {
+            let one = c_int(em, 1, "index");
+            let next = ibin(em, "addi", iv, &one, "index");
+            emit::rows(em, func, op, &ins, &out, iv, &next)?;
+        } else {
+            let v = emit::element(em, func, op, &ins, iv)?;
+            em.store(&out, iv, &v);
+        }
         Ok(vec![])
     })?;
     let name = entry_name(i);
     let text = gpu_func(&name, &p, None, BLOCK, &em.out);
-    let what = format!("{} per element ({n})", op.kind.full_name());
-    Ok(KernelCode { text, cuda: CudaKernel { launches: vec![launch(name, grid_for(n, BLOCK as u64), BLOCK)], scratch_bytes: 0, what } })
+    let what = if row_op {
+        format!("{} per row ({items} rows)", op.kind.full_name())
+    } else {
+        format!("{} per element ({n})", op.kind.full_name())
+    };
+    Ok(KernelCode {
+        text,
+        cuda: CudaKernel { launches: vec![launch(name, grid_for(items, BLOCK as u64), BLOCK)], scratch_bytes: 0, what },
+    })
 }
 
 // ---- library kernels ----
@@ -838,13 +867,17 @@ fn col2im_text() -> String {
 /// threads per block, one output element per thread, `GEMM_TILE`-wide
 /// slices of A and B staged in shared memory; grid-stride over the
 /// (batch, row tile, column tile) triples. The k sum runs in increasing k.
-fn gemm_text() -> String {
+/// For bf16/f16 (`ck_lib_gemm_bf16`, `lib_gemm_entry`) A, B and C are of
+/// that type: the elements are widened to f32 as they are staged, summed
+/// in f32, and the sum is rounded to the type (nearest even) when stored.
+fn gemm_text(dt: DType) -> String {
     let t = GEMM_TILE as u64;
     let tt = t * t;
+    let big = emit::memref_of(1 << 40, dt);
     let params: Vec<String> = vec![
-        format!("%A: {BIG}"),
-        format!("%B: {BIG}"),
-        format!("%C: {BIG}"),
+        format!("%A: {big}"),
+        format!("%B: {big}"),
+        format!("%C: {big}"),
         "%M: index".into(),
         "%N: index".into(),
         "%K: index".into(),
@@ -909,7 +942,8 @@ fn gemm_text() -> String {
                     let i2 = em.op(&format!("arith.addi {i2}, {ka3} : index"));
                     let i = em.op(&format!("arith.select {tra3}, {i1}, {i2} : index"));
                     let at = em.op(&format!("arith.addi {aoff3}, {i} : index"));
-                    Ok(em.op(&format!("memref.load %A[{at}] : {BIG}")))
+                    let a = Mem { name: "%A".into(), n: 1 << 40, dt };
+                    Ok(em.load(&a, &at))
                 },
                 &mut |em| Ok(f32_const(em, 0.0)),
             )?;
@@ -930,7 +964,8 @@ fn gemm_text() -> String {
                     let i2 = em.op(&format!("arith.addi {i2}, {col3} : index"));
                     let i = em.op(&format!("arith.select {trb3}, {i1}, {i2} : index"));
                     let at = em.op(&format!("arith.addi {boff3}, {i} : index"));
-                    Ok(em.op(&format!("memref.load %B[{at}] : {BIG}")))
+                    let b = Mem { name: "%B".into(), n: 1 << 40, dt };
+                    Ok(em.load(&b, &at))
                 },
                 &mut |em| Ok(f32_const(em, 0.0)),
             )?;
@@ -965,26 +1000,29 @@ fn gemm_text() -> String {
                 em,
                 &hb,
                 &mut |em| {
-                    let old = em.op(&format!("memref.load %C[{at1}] : {BIG}"));
+                    let old = em.load(&Mem { name: "%C".into(), n: 1 << 40, dt }, &at1);
                     let s = em.op(&format!("arith.mulf %beta, {old} : f32"));
                     Ok(em.op(&format!("arith.addf {acc1}, {s} : f32")))
                 },
                 &mut |_| Ok(acc2.clone()),
             )?;
-            em.line(&format!("memref.store {v}, %C[{at}] : {BIG}"));
+            em.store(&Mem { name: "%C".into(), n: 1 << 40, dt }, &at, &v);
             Ok(())
         })?;
         Ok(vec![])
     });
-    lib_func(LIB_GEMM, &params, &[("%As".into(), tt), ("%Bs".into(), tt)], GEMM_TILE * GEMM_TILE, &em.out)
+    lib_func(&lib_gemm_entry(dt), &params, &[("%As".into(), tt), ("%Bs".into(), tt)], GEMM_TILE * GEMM_TILE, &em.out)
 }
 
-/// The library kernels a module needs: the GEMM fallback when it has GEMM
-/// or convolution steps, im2col/col2im when it has convolutions.
-pub fn library_text(gemm: bool, conv: bool) -> String {
+/// The library kernels a module needs: the GEMM fallback of each element
+/// type of its GEMMs (`gemm`; f32 when it has convolutions),
+/// im2col/col2im when it has convolutions.
+pub fn library_text(gemm: &[DType], conv: bool) -> String {
     let mut s = String::new();
-    if gemm || conv {
-        s.push_str(&gemm_text());
+    for dt in [DType::F32, DType::BF16, DType::F16] {
+        if gemm.contains(&dt) || (conv && dt == DType::F32) {
+            s.push_str(&gemm_text(dt));
+        }
     }
     if conv {
         s.push_str(&im2col_text());

@@ -13,9 +13,15 @@
 //! a located error naming the op. GEMMs and convolutions are not kernels of
 //! the module: the runtime calls cuBLAS (or the fallback `ck_lib_gemm`).
 //!
-//! Errors (located `Diag`s): an unplanned function, an element type other
-//! than f32, a plan the kernels cannot execute (from `build_program`), math
-//! without libdevice, an MLIR failure (with MLIR's diagnostics).
+//! Every element type is compiled (f32, bf16, f16, i64, i32, i1 stored as a
+//! byte; docs/cuda.md "Element types"), as on the cpu backend: the kernels
+//! come from the same elemental emitter; GEMMs of bf16/f16 go to cuBLAS's
+//! `cublasGemmStridedBatchedEx` (or the fallback `ck_lib_gemm_bf16`/`_f16`).
+//!
+//! Errors (located `Diag`s): an unplanned function, a plan the kernels
+//! cannot execute (from `build_program`: a convolution on another element
+//! type than f32, ...), math without libdevice, an MLIR failure (with MLIR's
+//! diagnostics).
 
 use crate::cuda::{kernel_code, library_text};
 use crate::error::LowerError;
@@ -69,35 +75,12 @@ gpu-module-to-binary{{format=isa}})"
     )
 }
 
-/// Errors at the first op of `f` the cuda kernels do not compute: they are
-/// f32 only (docs/cuda.md), so a value of another element type or a mixed
-/// element-type op (indexing, comparisons, select, cast, iota, the
-/// integer-label loss) is refused, naming the op.
-fn cuda_supported(f: &Func) -> Result<(), Diag> {
-    let cuda = |d: Diag| Diag { message: d.message.replace("by the lowering", "by the cuda lowering"), ..d };
-    for op in &f.body {
-        if op.kind.elem_class() == ckopt_ir::ops::ElemClass::Mixed {
-            return Err(Diag::error(
-                op.loc.clone(),
-                format!(
-                    "'{}' op is not supported by the cuda lowering (f32 only; run it on the cpu backend or the interpreter)",
-                    op.kind.full_name()
-                ),
-            ));
-        }
-    }
-    ckopt_kernels::check_f32_only(f).map_err(cuda)
-}
-
 /// The step programs of `funcs` and the kernels they share.
 pub fn programs_of(funcs: &[&Func]) -> Result<(Vec<StepProgram>, KernelCache), Diag> {
     let mut cache = KernelCache::new();
     let programs = funcs
         .iter()
-        .map(|f| {
-            cuda_supported(f)?;
-            build_program(f, &mut cache)
-        })
+        .map(|f| build_program(f, &mut cache))
         .collect::<Result<Vec<_>, _>>()?;
     Ok((programs, cache))
 }
@@ -117,9 +100,14 @@ pub fn cuda_kernels_mlir(cache: &KernelCache, programs: &[StepProgram]) -> Resul
         kernels.push(code.cuda);
     }
     let steps = || programs.iter().flat_map(|p| p.steps.iter());
-    let gemm = steps().any(|s| matches!(s, Step::Gemm { .. }));
+    let gemm: Vec<ckopt_ir::DType> = steps()
+        .filter_map(|s| match s {
+            Step::Gemm { gemm, .. } => Some(gemm.dtypes[2]),
+            _ => None,
+        })
+        .collect();
     let conv = steps().any(|s| matches!(s, Step::Conv { .. }));
-    body.push_str(&library_text(gemm, conv));
+    body.push_str(&library_text(&gemm, conv));
     let mut s = String::new();
     let _ = writeln!(s, "module attributes {{gpu.container_module}} {{");
     let _ = writeln!(s, "  gpu.module @ck_kernels {{");

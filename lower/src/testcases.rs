@@ -137,8 +137,8 @@ fn ty(s: &[u64], dt: DType) -> TensorType {
 
 /// One function per mixed element-type op (indexing, comparisons, logic,
 /// select, cast between every pair of element types, iota, the
-/// integer-label loss) and a few fused mixes: what the cpu backend lowers
-/// beyond f32 (cuda computes f32 only, so these are cpu cases). Index and
+/// integer-label loss) and a few fused mixes: what the backends lower
+/// beyond f32 (cpu and cuda run every one against the interpreter). Index and
 /// label operands are meant to be filled with values in `[0, 3)` (every
 /// bound here is at least 3), labels with some `-100` (ignored).
 pub fn mixed_op_cases() -> Vec<Func> {

@@ -7,14 +7,11 @@ use crate::gpu::{CudaOptions, compile_bundle};
 use crate::testcases::{naive_plan, op_cases};
 use ckopt_ir::OpKind;
 
-/// The ops the cuda lowering does not compile: the mixed element-type
-/// class (cuda kernels compute f32 only; docs/cuda.md). The cpu backend
-/// lowers them (`testcases::mixed_op_cases`, checked against the
-/// interpreter in runtime/tests/backends/cpu_ops.rs).
-fn not_on_cuda(k: OpKind) -> bool {
-    k.elem_class() == ckopt_ir::ops::ElemClass::Mixed
-}
-
+/// Every op kind has a test case: the f32 ones in `op_cases`, the mixed
+/// element-type ones (indexing, comparisons, logic, select, cast, iota, the
+/// integer-label loss) in `mixed_op_cases`; both lists run on the cpu
+/// backend and on the cuda path (PTX below, the emulation in
+/// runtime/tests/backends/cuda_emu.rs) against the interpreter.
 #[test]
 fn every_op_kind_has_a_case() {
     let cases = op_cases();
@@ -25,56 +22,78 @@ fn every_op_kind_has_a_case() {
         }
         let has = cases.iter().any(|f| f.body.iter().any(|o| o.kind == k));
         let has_mixed = mixed.iter().any(|f| f.body.iter().any(|o| o.kind == k));
-        if not_on_cuda(k) {
-            assert!(!has, "ck.{} has a case run on cuda too: move it to mixed_op_cases", k.name());
-            assert!(has_mixed, "no cpu test case for ck.{}", k.name());
+        if k.elem_class() == ckopt_ir::ops::ElemClass::Mixed {
+            assert!(!has, "ck.{} has an f32 case: move it to mixed_op_cases", k.name());
+            assert!(has_mixed, "no mixed test case for ck.{}", k.name());
         } else {
             assert!(has, "no test case for ck.{}", k.name());
         }
     }
 }
 
-/// Compiling a mixed element-type op for cuda is a located error naming
-/// the op (the f32-only check of `gpu::programs_of`), never a panic or a
-/// wrong kernel; the cpu backend compiles every one of them.
+/// Every mixed element-type case (indexing and their scatter-add
+/// gradients, comparisons, logic, select, every cast, iota, the loss and
+/// its gradient, integer and bf16/f16 arithmetic, reductions and GEMMs)
+/// compiles for cuda, with an entry per launch; GEMMs carry the fallback
+/// kernel of their element type; ptxas accepts the PTX when CKOPT_PTXAS is
+/// set.
 #[test]
-fn not_lowered_ops_are_refused_at_the_op() {
-    let cases = [
-        (
-            "ck.gather",
-            "%t: tensor<4x2xf32>, %i: tensor<3xi64>",
-            "\"ck.gather\"(%t, %i) {axis = 0} : (tensor<4x2xf32>, tensor<3xi64>) -> tensor<3x2xf32>",
-            "tensor<3x2xf32>",
-        ),
-        (
-            "ck.select",
-            "%c: tensor<4xi1>, %a: tensor<4xf32>",
-            "\"ck.select\"(%c, %a, %a) : (tensor<4xi1>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>",
-            "tensor<4xf32>",
-        ),
-        (
-            "ck.cross_entropy",
-            "%l: tensor<2x3xf32>, %lab: tensor<2xi64>",
-            "\"ck.cross_entropy\"(%l, %lab) : (tensor<2x3xf32>, tensor<2xi64>) -> tensor<f32>",
-            "tensor<f32>",
-        ),
-        ("ck.cast", "%a: tensor<4xf32>", "\"ck.cast\"(%a) : (tensor<4xf32>) -> tensor<4xf32>", "tensor<4xf32>"),
-        ("ck.iota", "%a: tensor<4xf32>", "\"ck.iota\"() {dim = 0} : () -> tensor<4xf32>", "tensor<4xf32>"),
-    ];
-    for (name, args, op, ty) in cases {
-        let text = format!("func.func @f({args}) -> {ty} {{\n  %y = {op}\n  \"ck.return\"(%y) : ({ty}) -> ()\n}}\n");
-        let m = ckopt_ir::parse_and_verify(&text, "t.ck").unwrap_or_else(|d| panic!("{name}: {d}"));
-        let mut f = m.funcs[0].clone();
+fn every_mixed_op_compiles_to_ptx_and_ptxas_accepts_it() {
+    let have_libdevice = std::env::var_os("CKOPT_LIBDEVICE").is_some();
+    let mut checked = 0;
+    let mut compiled = 0;
+    for mut f in crate::testcases::mixed_op_cases() {
         naive_plan(&mut f);
-        let e = match compile_bundle(&[&f], &CudaOptions::default()) {
-            Ok(_) => panic!("{name} compiled for cuda, but cuda is f32 only"),
-            Err(e) => e.to_string(),
+        let b = match compile_bundle(&[&f], &CudaOptions::default()) {
+            Ok(b) => b,
+            Err(e) if !have_libdevice && e.message.contains("needs libdevice") => continue,
+            Err(e) => panic!("@{}: {e}", f.name),
         };
-        assert!(e.contains(name) && e.contains("not supported by the cuda lowering"), "{name}: {e}");
-        let (_, cache) =
-            crate::cpu::module_programs(&ckopt_ir::Module { funcs: vec![f.clone()] }).unwrap_or_else(|e| panic!("{name}: {e}"));
-        crate::cpu::kernels_mlir(&cache, 8).unwrap_or_else(|e| panic!("{name} on cpu: {e}"));
+        compiled += 1;
+        for k in &b.kernels {
+            for l in &k.launches {
+                assert!(b.ptx.contains(&format!(".entry {}(", l.entry)), "@{}: no entry {}", f.name, l.entry);
+            }
+        }
+        for op in f.body.iter().filter(|o| o.kind == OpKind::Matmul) {
+            let dt = f.ty(op.operands[0]).dtype;
+            let entry = ckopt_kernels::bundle::lib_gemm_entry(dt);
+            assert!(b.ptx.contains(&format!(".entry {entry}(")), "@{}: no {entry}", f.name);
+        }
+        if ptxas_accepts(&b.ptx, &f.name) {
+            checked += 1;
+        }
     }
+    assert!(compiled >= 70, "compiled only {compiled} mixed cases");
+    if std::env::var_os("CKOPT_PTXAS").is_some() && have_libdevice {
+        assert_eq!(checked, compiled, "ptxas checked only {checked} of {compiled}");
+    }
+}
+
+/// bf16 and f16 in PTX: loads widened (`cvt.f32.bf16`), results rounded to
+/// nearest even (`cvt.rn.bf16.f32`, `cvt.rn.f16.f32`; LLVM may narrow an
+/// add or mul of widened values to `add.rn.bf16`, the same bits since f32
+/// has more than 2p + 2 bits), i1 stored as a byte.
+#[test]
+fn low_precision_and_masks_in_ptx() {
+    let text = r#"
+func.func @f(%x: tensor<300xbf16>, %y: tensor<300xf16>, %z: tensor<300xf32>) -> (tensor<300xbf16>, tensor<300xf16>, tensor<300xi1>, tensor<300xbf16>) {
+  %a = "ck.add"(%x, %x) : (tensor<300xbf16>, tensor<300xbf16>) -> tensor<300xbf16>
+  %b = "ck.mul"(%y, %y) : (tensor<300xf16>, tensor<300xf16>) -> tensor<300xf16>
+  %c = "ck.cast"(%x) : (tensor<300xbf16>) -> tensor<300xf16>
+  %m = "ck.lt"(%c, %b) : (tensor<300xf16>, tensor<300xf16>) -> tensor<300xi1>
+  %d = "ck.cast"(%z) : (tensor<300xf32>) -> tensor<300xbf16>
+  "ck.return"(%a, %b, %m, %d) : (tensor<300xbf16>, tensor<300xf16>, tensor<300xi1>, tensor<300xbf16>) -> ()
+}
+"#;
+    let m = ckopt_ir::parse_and_verify(text, "t.ck").unwrap_or_else(|d| panic!("{d}"));
+    let mut f = m.funcs[0].clone();
+    naive_plan(&mut f);
+    let b = compile_bundle(&[&f], &CudaOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    for want in ["cvt.f32.bf16", "cvt.rn.bf16.f32", "cvt.rn.f16.f32", "st.global.b8", "ld.global.b16"] {
+        assert!(b.ptx.contains(want), "no {want} in\n{}", b.ptx);
+    }
+    ptxas_accepts(&b.ptx, "lowp");
 }
 
 /// Elementwise ops through both emitters: the single-op kernel as the
