@@ -15,6 +15,10 @@
 //!
 //! GEMMs: `cublasSgemmStridedBatched` on the default stream, fp32 compute
 //! (`CUBLAS_DEFAULT_MATH`); `tf32` selects `CUBLAS_TF32_TENSOR_OP_MATH`.
+//! GEMMs on bf16/f16 operands: `cublasGemmStridedBatchedEx` with A, B and
+//! C of that type (`CUDA_R_16BF`/`CUDA_R_16F`), f32 compute
+//! (`CUBLAS_COMPUTE_32F`, alpha and beta f32), `CUBLAS_GEMM_DEFAULT`; when
+//! the library lacks that symbol those GEMMs run the fallback kernel.
 //! Row-major `C = op(A)·op(B)` is computed as the column-major
 //! `Cᵀ = op(B)ᵀ·op(A)ᵀ`: the operands are passed swapped, with their own
 //! transposes, so no data moves.
@@ -51,6 +55,41 @@ type SgemmStridedBatched = unsafe extern "C" fn(
     c_int,
 ) -> Status;
 
+#[allow(clippy::type_complexity)]
+type GemmStridedBatchedEx = unsafe extern "C" fn(
+    Handle,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    *const c_void,
+    *const c_void,
+    c_int,
+    c_int,
+    i64,
+    *const c_void,
+    c_int,
+    c_int,
+    i64,
+    *const c_void,
+    *mut c_void,
+    c_int,
+    c_int,
+    i64,
+    c_int,
+    c_int,
+    c_int,
+) -> Status;
+
+/// `cudaDataType` values (library_types.h).
+const CUDA_R_16F: c_int = 2;
+const CUDA_R_16BF: c_int = 14;
+/// `CUBLAS_COMPUTE_32F` (cublas_api.h).
+const COMPUTE_32F: c_int = 68;
+/// `CUBLAS_GEMM_DEFAULT`.
+const GEMM_DEFAULT: c_int = -1;
+
 const OP_N: c_int = 0;
 const OP_T: c_int = 1;
 const DEFAULT_MATH: c_int = 0;
@@ -62,6 +101,8 @@ pub struct Cublas {
     handle: Handle,
     destroy: Destroy,
     sgemm: SgemmStridedBatched,
+    /// `cublasGemmStridedBatchedEx`, for bf16/f16 GEMMs (None: not exported).
+    gemm_ex: Option<GemmStridedBatchedEx>,
     from: String,
     version: i32,
     tf32: bool,
@@ -135,6 +176,8 @@ impl Cublas {
             let set_math: SetMathMode = std::mem::transmute(sym("cublasSetMathMode")?);
             let get_version: GetVersion = std::mem::transmute(sym("cublasGetVersion_v2")?);
             let sgemm: SgemmStridedBatched = std::mem::transmute(sym("cublasSgemmStridedBatched")?);
+            let gemm_ex: Option<GemmStridedBatchedEx> =
+                sym("cublasGemmStridedBatchedEx").ok().map(|p| std::mem::transmute::<*const c_void, GemmStridedBatchedEx>(p));
             let mut handle: Handle = std::ptr::null_mut();
             let s = create(&mut handle);
             if s != 0 {
@@ -147,7 +190,7 @@ impl Cublas {
             }
             let mut version = 0;
             let _ = get_version(handle, &mut version);
-            Ok(Cublas { _lib: lib, handle, destroy, sgemm, from, version, tf32 })
+            Ok(Cublas { _lib: lib, handle, destroy, sgemm, gemm_ex, from, version, tf32 })
         }
     }
 
@@ -164,7 +207,67 @@ impl Cublas {
         )
     }
 
-    /// The row-major GEMM of `g` (see the module doc).
+    /// The row-major GEMM of `g` in its element type: `Ok(false)` when this
+    /// library cannot run it (a bf16/f16 GEMM without
+    /// `cublasGemmStridedBatchedEx`; the fallback kernel runs it then).
+    pub fn gemm(&self, g: &GemmCall) -> Result<bool, RuntimeError> {
+        use ckopt_ir::DType;
+        let ty = match g.dtype {
+            DType::F32 => {
+                self.sgemm(g)?;
+                return Ok(true);
+            }
+            DType::BF16 => CUDA_R_16BF,
+            DType::F16 => CUDA_R_16F,
+            other => return Err(RuntimeError::Other(format!("a GEMM on {} has no cuBLAS type", other.name()))),
+        };
+        let Some(ex) = self.gemm_ex else { return Ok(false) };
+        let int = |v: u64, what: &str| {
+            c_int::try_from(v).map_err(|_| RuntimeError::Other(format!("{what} = {v} exceeds cuBLAS's 32-bit limit")))
+        };
+        let (m, n, k) = (int(g.m, "M")?, int(g.n, "N")?, int(g.k, "K")?);
+        let batch = int(g.batch, "batch")?;
+        // The same column-major formulation as `sgemm`.
+        let (op_b, ldb) = if g.trans_b { (OP_T, g.k) } else { (OP_N, g.n) };
+        let (op_a, lda) = if g.trans_a { (OP_T, g.m) } else { (OP_N, g.k) };
+        let (ldb, lda, ldc) = (int(ldb.max(1), "ldb")?, int(lda.max(1), "lda")?, int(g.n.max(1), "ldc")?);
+        let alpha = 1.0f32;
+        // SAFETY: device pointers of matrices of these sizes and this element
+        // type (the executor's slots); alpha and beta are f32 for COMPUTE_32F.
+        let s = unsafe {
+            ex(
+                self.handle,
+                op_b,
+                op_a,
+                n,
+                m,
+                k,
+                &alpha as *const f32 as *const c_void,
+                g.b as *const c_void,
+                ty,
+                ldb,
+                g.stride_b as i64,
+                g.a as *const c_void,
+                ty,
+                lda,
+                g.stride_a as i64,
+                &g.beta as *const f32 as *const c_void,
+                g.c as *mut c_void,
+                ty,
+                ldc,
+                g.stride_c as i64,
+                batch,
+                COMPUTE_32F,
+                GEMM_DEFAULT,
+            )
+        };
+        if s != 0 {
+            return Err(RuntimeError::Cublas { call: "cublasGemmStridedBatchedEx", status: status_name(s), code: s });
+        }
+        Ok(true)
+    }
+
+    /// The row-major f32 GEMM of `g` (see the module doc).
     pub fn sgemm(&self, g: &GemmCall) -> Result<(), RuntimeError> {
         let int = |v: u64, what: &str| {
             c_int::try_from(v).map_err(|_| RuntimeError::Other(format!("{what} = {v} exceeds cuBLAS's 32-bit limit")))

@@ -21,7 +21,8 @@ pub enum KArg {
 
 /// A row-major strided-batched GEMM on device pointers:
 /// `C[b] = op(A[b]) · op(B[b]) + beta · C[b]` for b in 0..batch
-/// (see `ckopt_kernels::Gemm` for the layouts).
+/// (see `ckopt_kernels::Gemm` for the layouts); A, B and C are of element
+/// type `dtype` (f32, bf16 or f16), the products summed in f32.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct GemmCall {
     pub trans_a: bool,
@@ -37,6 +38,7 @@ pub struct GemmCall {
     pub stride_b: u64,
     pub stride_c: u64,
     pub beta: f32,
+    pub dtype: ckopt_ir::DType,
 }
 
 pub trait Device: Send + Sync {

@@ -354,8 +354,7 @@ impl Device for CudaDevice {
         match &self.blas {
             Ok(b) => {
                 self.current()?;
-                b.sgemm(g)?;
-                Ok(true)
+                b.gemm(g)
             }
             Err(_) => Ok(false),
         }

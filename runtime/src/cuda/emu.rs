@@ -31,9 +31,11 @@ impl EmuDevice {
     pub fn new(gpu_mlir: &str, bundle: &Bundle) -> Result<EmuDevice, RuntimeError> {
         let module = EmuModule::compile(gpu_mlir)?;
         let mut entries: Vec<String> = bundle.kernels.iter().flat_map(|k| k.launches.iter().map(|l| l.entry.clone())).collect();
-        for e in [ckopt_kernels::bundle::LIB_GEMM, ckopt_kernels::bundle::LIB_IM2COL, ckopt_kernels::bundle::LIB_COL2IM] {
+        let gemms = [ckopt_ir::DType::F32, ckopt_ir::DType::BF16, ckopt_ir::DType::F16].map(ckopt_kernels::bundle::lib_gemm_entry);
+        let libs = [ckopt_kernels::bundle::LIB_IM2COL.to_string(), ckopt_kernels::bundle::LIB_COL2IM.to_string()];
+        for e in gemms.iter().chain(&libs) {
             if module.has(e) {
-                entries.push(e.to_string());
+                entries.push(e.clone());
             }
         }
         Ok(EmuDevice { module, entries, mem: Mutex::new(HashMap::new()), start: Mutex::new(None) })

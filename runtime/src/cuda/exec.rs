@@ -11,9 +11,14 @@
 //! the loss is 4 bytes). A step launches every step of the program in
 //! order on one stream, with a timer (CUDA events) around the whole step.
 //!
-//! GEMM steps go to the device's GEMM library (cuBLAS) or, without one, to
-//! the fallback kernel `ck_lib_gemm`; convolutions are im2col / col2im
-//! kernels plus GEMMs, one image at a time in the workspace.
+//! GEMM steps go to the device's GEMM library (cuBLAS: f32 GEMMs as
+//! `cublasSgemmStridedBatched`, bf16/f16 ones as `cublasGemmStridedBatchedEx`
+//! with f32 compute) or, without one, to the fallback kernel of their
+//! element type (`ck_lib_gemm`, `ck_lib_gemm_bf16`, `ck_lib_gemm_f16`);
+//! convolutions (f32) are im2col / col2im kernels plus GEMMs, one image at
+//! a time in the workspace. Buffers hold each value in its element type
+//! (`ArgInfo::dtype`, `ResultInfo::dtype`): arguments and results cross as
+//! the little-endian bytes of their type.
 //!
 //! Errors (`RuntimeError`s naming the op, its location and the function): a
 //! launch the driver rejects, a GEMM that fails, an allocation that does
@@ -25,7 +30,8 @@ use super::device::{Device, GemmCall, KArg};
 use crate::error::RuntimeError;
 use crate::report::Report;
 use ckopt_interp::Tensor;
-use ckopt_kernels::bundle::{GEMM_TILE, LIB_BLOCK, LIB_COL2IM, LIB_GEMM, LIB_IM2COL, MAX_GRID};
+use ckopt_ir::DType;
+use ckopt_kernels::bundle::{GEMM_TILE, LIB_BLOCK, LIB_COL2IM, LIB_IM2COL, MAX_GRID, lib_gemm_entry};
 use ckopt_kernels::{BufId, Bundle, Conv, ConvKind, Gemm, Launch, OpRef, Slot, Step, StepProgram};
 use std::sync::Arc;
 
@@ -35,7 +41,8 @@ pub struct CudaModule {
     pub bundle: Bundle,
     /// Per kernel: its launches with their device functions.
     kernels: Vec<Vec<(usize, Launch)>>,
-    gemm: Option<usize>,
+    /// The fallback GEMM kernels, by element type.
+    gemm: Vec<(DType, usize)>,
     im2col: Option<usize>,
     col2im: Option<usize>,
     /// Bytes of the largest scratch any kernel needs.
@@ -57,7 +64,7 @@ impl CudaModule {
         let lib = |e: &str| dev.function(e).ok();
         let scratch_bytes = bundle.kernels.iter().map(|k| k.scratch_bytes).max().unwrap_or(0);
         Ok(Arc::new(CudaModule {
-            gemm: lib(LIB_GEMM),
+            gemm: [DType::F32, DType::BF16, DType::F16].into_iter().filter_map(|d| Some((d, lib(&lib_gemm_entry(d))?))).collect(),
             im2col: lib(LIB_IM2COL),
             col2im: lib(LIB_COL2IM),
             dev,
@@ -131,7 +138,7 @@ impl CudaExecutor {
         let scratch = Buffer::new(&dev, module.scratch_bytes, "the reduction scratch")?;
         let mut args = Vec::with_capacity(prog.args.len());
         for (i, a) in prog.args.iter().enumerate() {
-            let bytes = 4 * a.shape.iter().product::<u64>();
+            let bytes = a.dtype.bytes() * a.shape.iter().product::<u64>();
             args.push(Buffer::new(&dev, bytes, &format!("argument {i} (%{})", a.name))?);
         }
         let kernels = prog.steps.iter().filter(|s| matches!(s, Step::Kernel { .. })).count();
@@ -194,37 +201,43 @@ impl CudaExecutor {
                 a.name, self.prog.func, t.shape
             )));
         }
+        if t.dtype != a.dtype {
+            return Err(RuntimeError::Bundle(format!(
+                "argument {i} (%{}) of @{} needs element type {}, got {}",
+                a.name,
+                self.prog.func,
+                a.dtype.name(),
+                t.dtype.name()
+            )));
+        }
         let buf = &self.args[i];
         if buf.bytes > 0 {
-            // SAFETY: f32 has no padding; the byte view covers exactly the data.
-            let bytes = unsafe { std::slice::from_raw_parts(t.data.as_ptr() as *const u8, t.data.len() * 4) };
-            self.module.dev.htod(buf.ptr, bytes).map_err(|e| e.context(format!("cuda backend: copying argument {i} to the device")))?;
+            let bytes = t.to_le_bytes();
+            self.module.dev.htod(buf.ptr, &bytes).map_err(|e| e.context(format!("cuda backend: copying argument {i} to the device")))?;
             self.h2d_since_run += buf.bytes;
         }
         Ok(())
     }
 
-    fn read(&self, ptr: u64, shape: &[u64]) -> Result<Tensor, RuntimeError> {
+    fn read(&self, ptr: u64, shape: &[u64], dt: DType) -> Result<Tensor, RuntimeError> {
         let n = shape.iter().product::<u64>() as usize;
-        let mut data = vec![0f32; n];
+        let mut bytes = vec![0u8; n * dt.bytes() as usize];
         if n > 0 {
-            // SAFETY: every bit pattern is an f32; the byte view covers exactly the data.
-            let bytes = unsafe { std::slice::from_raw_parts_mut(data.as_mut_ptr() as *mut u8, n * 4) };
-            self.module.dev.dtoh(ptr, bytes)?;
+            self.module.dev.dtoh(ptr, &mut bytes)?;
         }
-        Ok(Tensor::vector(data).reshaped(shape.iter().map(|&d| d as usize).collect()))
+        Tensor::from_le_bytes(shape.iter().map(|&d| d as usize).collect(), dt, &bytes).map_err(|e| RuntimeError::Other(e.to_string()))
     }
 
     /// Result `j` of the last run, copied back.
     pub fn result(&self, j: usize) -> Result<Tensor, RuntimeError> {
         let r = self.prog.results.get(j).ok_or_else(|| RuntimeError::Bundle(format!("@{} has no result {j}", self.prog.func)))?;
-        self.read(self.ptr(&r.slot), &r.shape).map_err(|e| e.context(format!("cuda backend: copying result {j} back")))
+        self.read(self.ptr(&r.slot), &r.shape, r.dtype).map_err(|e| e.context(format!("cuda backend: copying result {j} back")))
     }
 
     /// Argument `i`'s current contents, copied back.
     pub fn arg(&self, i: usize) -> Result<Tensor, RuntimeError> {
         let a = self.prog.args.get(i).ok_or_else(|| RuntimeError::Bundle(format!("@{} has no argument {i}", self.prog.func)))?;
-        self.read(self.args[i].ptr, &a.shape).map_err(|e| e.context(format!("cuda backend: copying argument {i} back")))
+        self.read(self.args[i].ptr, &a.shape, a.dtype).map_err(|e| e.context(format!("cuda backend: copying argument {i} back")))
     }
 
     /// Runs the program once on the resident buffers.
@@ -282,10 +295,12 @@ impl CudaExecutor {
         if self.module.dev.gemm(g)? {
             return Ok(());
         }
-        let f = self.module.gemm.ok_or_else(|| RuntimeError::Bundle("the bundle has no fallback GEMM kernel".into()))?;
+        let f = self.module.gemm.iter().find(|(d, _)| *d == g.dtype).map(|&(_, f)| f).ok_or_else(|| {
+            RuntimeError::Bundle(format!("the bundle has no fallback GEMM kernel for {}", g.dtype.name()))
+        })?;
         let t = GEMM_TILE as u64;
         let tiles = g.m.div_ceil(t) * g.n.div_ceil(t) * g.batch;
-        let l = Launch { entry: LIB_GEMM.into(), grid: [tiles.min(MAX_GRID as u64) as u32, 1, 1], block: [GEMM_TILE * GEMM_TILE, 1, 1] };
+        let l = Launch { entry: lib_gemm_entry(g.dtype), grid: [tiles.min(MAX_GRID as u64) as u32, 1, 1], block: [GEMM_TILE * GEMM_TILE, 1, 1] };
         let args = [
             KArg::Ptr(g.a),
             KArg::Ptr(g.b),
@@ -319,6 +334,7 @@ impl CudaExecutor {
             stride_b: g.k * g.n,
             stride_c: g.m * g.n,
             beta: 0.0,
+            dtype: g.dtypes[2],
         })
     }
 
@@ -355,6 +371,7 @@ impl CudaExecutor {
             stride_b: 0,
             stride_c: 0,
             beta,
+            dtype: DType::F32,
         };
         for img in 0..cv.n {
             let (xi, yi) = (x + 4 * img * chw, y + 4 * img * fohw);
