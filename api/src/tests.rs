@@ -168,7 +168,7 @@ fn every_model_compiles_to_ptx_that_ptxas_accepts() {
     }
     let ptxas = std::env::var_os("CKOPT_PTXAS");
     let pipeline = if has_pass("inplace") { "autodiff,inplace,remat{mode=sqrt},memplan" } else { "autodiff,remat{mode=sqrt},memplan" };
-    for kind in ModelKind::F32_ONLY {
+    for kind in ModelKind::ALL {
         let mut m = model(kind, &small(kind)).unwrap();
         optimize(&mut m, pipeline).unwrap();
         let b = ckopt_lower::compile_module_bundle(&m, &PtxOptions::default()).unwrap_or_else(|e| panic!("{}: {e}", kind.name()));

@@ -264,9 +264,8 @@ impl Sizes {
 impl ModelKind {
     pub const ALL: [ModelKind; 6] =
         [ModelKind::Mlp, ModelKind::Resmlp, ModelKind::Lstm, ModelKind::Resnet, ModelKind::Transformer, ModelKind::Gpt];
-    /// The models whose every value is f32: what the cuda lowering takes
-    /// (gpt has integer token ids, labels and masks; the cpu backend and the
-    /// interpreter take every kind).
+    /// The models whose every value is f32 (gpt has integer token ids,
+    /// labels and masks; every backend takes every kind).
     pub const F32_ONLY: [ModelKind; 5] =
         [ModelKind::Mlp, ModelKind::Resmlp, ModelKind::Lstm, ModelKind::Resnet, ModelKind::Transformer];
 

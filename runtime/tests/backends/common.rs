@@ -4,9 +4,7 @@ use ckopt_ir::Module;
 use ckopt_models::{GenOptions, ModelKind, SizeOpt, generate};
 use ckopt_passes::PassManager;
 
-/// The generated model kinds whose values are all f32 (what cuda takes).
-pub const KINDS: [ModelKind; 5] = ModelKind::F32_ONLY;
-/// Every generated model kind (the cpu backend takes them all: gpt has
+/// Every generated model kind (both backends take them all: gpt has
 /// integer token ids and labels and i1 masks).
 pub const CPU_KINDS: [ModelKind; 6] = ModelKind::ALL;
 

@@ -34,7 +34,7 @@ fn every_op_on_cpu_matches_the_interpreter() {
 /// Inputs of a mixed case: random floats (with special values in front for
 /// casts and comparisons), index and label values in `[0, 3)` (labels with
 /// -100 at position 1), random masks.
-fn mixed_inputs(f: &ckopt_ir::Func, seed: u64) -> Vec<ckopt_interp::Tensor> {
+pub fn mixed_inputs(f: &ckopt_ir::Func, seed: u64) -> Vec<ckopt_interp::Tensor> {
     use ckopt_ir::{DType, OpKind};
     let mut inputs = random_inputs(f, seed);
     let labels = f.body.iter().any(|o| matches!(o.kind, OpKind::CrossEntropy | OpKind::CrossEntropyGrad));

@@ -1,6 +1,7 @@
 //! Cuda bundles of every generated model, without a GPU: ptxas (offline,
 //! `CKOPT_PTXAS`) accepts the PTX of the forward, gradient and training
-//! step functions, with and without fusion and remat; every launch names
+//! step functions, with and without fusion and remat (gpt with its integer
+//! ids, labels and masks; resmlp in bf16 too); every launch names
 //! an entry of the PTX and respects CUDA's grid limit; a bundle survives a
 //! write/read round trip through a file.
 
@@ -29,13 +30,16 @@ const PIPELINES: [(&str, &str); 2] = [
     ("fused", "autodiff,inplace,sgd{lr=0.01 momentum=0.9},fuse,remat{mode=sqrt},memplan"),
 ];
 
+/// A bf16 model: autocast's bf16 activations and GEMMs (`ck_lib_gemm_bf16`).
+const BF16: (&str, &str) = ("bf16", "autocast{dtype=bf16},autodiff,inplace,sgd{lr=0.01},fuse,remat{mode=sqrt},memplan");
+
 #[test]
 fn every_model_bundle_passes_ptxas() {
     let libdevice = std::env::var_os("CKOPT_LIBDEVICE").is_some();
     let mut checked = 0;
     let mut failures = Vec::new();
-    for kind in ModelKind::F32_ONLY {
-        for (tag, pipeline) in PIPELINES {
+    for kind in ModelKind::ALL {
+        for (tag, pipeline) in PIPELINES.into_iter().chain(if kind == ModelKind::Resmlp { Some(BF16) } else { None }) {
             let m = planned(&small(kind), pipeline);
             let name = kind.name();
             let funcs: Vec<&Func> = [name.to_string(), format!("{name}_grad"), format!("{name}_step")]
@@ -63,7 +67,7 @@ fn every_model_bundle_passes_ptxas() {
     }
     assert!(failures.is_empty(), "ptxas rejected:\n{}", failures.join("\n"));
     if std::env::var_os("CKOPT_PTXAS").is_some() && libdevice {
-        assert_eq!(checked, 2 * ModelKind::F32_ONLY.len());
+        assert_eq!(checked, 2 * ModelKind::ALL.len() + 1);
     }
 }
 
