@@ -5,14 +5,21 @@
 #     bench/gpu-check.sh [--quick]
 #   prepares ONE folder, gpu-check/ (git-ignored, under 64 MiB), holding:
 #     bin/ckopt-exec            the LLVM-free runtime (release, no debug info)
-#     check/MODEL.P.ckb         every ckopt-gen model at a small size, forward,
-#                               gradient and step, P = plain (autodiff,sgd,memplan)
-#                               or fused (autodiff,inplace,sgd,fuse,remat{mode=sqrt},memplan)
+#     check/MODEL.P.ckb         every ckopt-gen model at a small size (gpt too: integer
+#                               ids and labels, i1 masks, gathers and their scatter-add
+#                               gradients, cross_entropy), forward, gradient and step,
+#                               P = plain (autodiff,sgd,memplan) or fused
+#                               (autodiff,inplace,sgd,fuse,remat{mode=sqrt},memplan);
+#                               and resmlp.bf16 (autocast{dtype=bf16} then fused: bf16
+#                               activations, cublasGemmStridedBatchedEx on bf16)
 #     check/MODEL.P.FUNC.json   the interpreter's results for --seed 1
 #     check/MODEL.P.train.json  the interpreter's losses of 3 SGD steps
 #     time/MODEL-DEPTH-REMAT.ckb  @MODEL_step of mlp and resmlp at depth 100 and
 #                               1000, width 1024, batch 256, REMAT = none, sqrt,
-#                               greedy (budget: 1.5x the sqrt plan's temp peak)
+#                               greedy (budget: 1.5x the sqrt plan's temp peak);
+#                               mlp_bf16 and resmlp_bf16 (autocast{dtype=bf16}) at
+#                               depth 100; gpt at depth 12 (width 512, 8 heads,
+#                               seq 256, vocab 4096, batch 8)
 #     run.sh, compare.py        the runner (bench/gpu-check-run.sh) and its checker
 #   --quick: depth 100 only in time/.
 #
@@ -59,16 +66,20 @@ size() {
     lstm) echo "--depth 2 --width 32 --batch 8 --seq 4" ;;
     resnet) echo "--depth 2 --channels 8 --image 8 --batch 4 --classes 5" ;;
     transformer) echo "--depth 2 --width 32 --batch 4 --seq 8 --heads 2" ;;
+    gpt) echo "--depth 2 --width 32 --heads 2 --seq 8 --vocab 16 --batch 4" ;;
   esac
 }
 
 echo "== check bundles and the interpreter's results" >&2
-for m in mlp resmlp lstm resnet transformer; do
+for m in mlp resmlp lstm resnet transformer gpt; do
   # shellcheck disable=SC2046
   "$bin/ckopt-gen" "$m" $(size "$m") > "$out/check/$m.ck"
-  for p in plain fused; do
+  ps="plain fused"
+  [[ $m = resmlp ]] && ps="plain fused bf16"
+  for p in $ps; do
     pipe='autodiff,sgd{lr=0.01},memplan'
     [[ $p = fused ]] && pipe='autodiff,inplace,sgd{lr=0.01},fuse,remat{mode=sqrt},memplan'
+    [[ $p = bf16 ]] && pipe='autocast{dtype=bf16},autodiff,inplace,sgd{lr=0.01},fuse,remat{mode=sqrt},memplan'
     "$bin/ckopt-opt" --pass-pipeline="$pipe" "$out/check/$m.ck" -o "$out/check/$m.$p.ck"
     "$bin/ckopt-translate" --to=cuda-bundle "$out/check/$m.$p.ck" -o "$out/check/$m.$p.ckb"
     for f in "$m" "${m}_grad"; do
@@ -81,17 +92,23 @@ for m in mlp resmlp lstm resnet transformer; do
 done
 
 echo "== timing bundles (width 1024, batch 256)" >&2
-depths="100 1000"
-[[ $quick = --quick ]] && depths=100
-for m in mlp resmlp; do
-  for d in $depths; do
-    "$bin/ckopt-gen" "$m" --depth "$d" --width 1024 --batch 256 > "$out/time/src.ck"
+specs="mlp:100 mlp:1000 resmlp:100 resmlp:1000 mlp_bf16:100 resmlp_bf16:100 gpt:12"
+[[ $quick = --quick ]] && specs="mlp:100 resmlp:100 mlp_bf16:100 gpt:12"
+for spec in $specs; do
+    m=${spec%%:*} d=${spec##*:}
+    g=${m%_bf16}
+    if [[ $g = gpt ]]; then
+      "$bin/ckopt-gen" gpt --depth "$d" --width 512 --heads 8 --seq 256 --vocab 4096 --batch 8 > "$out/time/src.ck"
+    else
+      "$bin/ckopt-gen" "$g" --depth "$d" --width 1024 --batch 256 > "$out/time/src.ck"
+    fi
     base='autodiff,inplace,sgd{lr=0.01},fuse'
+    [[ $m = *_bf16 ]] && base="autocast{dtype=bf16},$base"
     "$bin/ckopt-opt" --pass-pipeline="$base,remat{mode=sqrt},memplan" "$out/time/src.ck" \
       --memory-report="$out/time/sqrt.json" -o "$out/time/p.ck"
-    "$bin/ckopt-translate" --to=cuda-bundle --func "${m}_step" "$out/time/p.ck" -o "$out/time/$m-$d-sqrt.ckb"
+    "$bin/ckopt-translate" --to=cuda-bundle --func "${g}_step" "$out/time/p.ck" -o "$out/time/$m-$d-sqrt.ckb"
     "$bin/ckopt-opt" --pass-pipeline="$base,memplan" "$out/time/src.ck" -o "$out/time/p.ck"
-    "$bin/ckopt-translate" --to=cuda-bundle --func "${m}_step" "$out/time/p.ck" -o "$out/time/$m-$d-none.ckb"
+    "$bin/ckopt-translate" --to=cuda-bundle --func "${g}_step" "$out/time/p.ck" -o "$out/time/$m-$d-none.ckb"
     # greedy at a budget: 1.5x the sqrt plan's temp peak (of any function), more if that is infeasible.
     peak=$(python3 -c 'import json,sys; print(max(r["temp_peak_bytes"] for r in json.load(open(sys.argv[1]))))' "$out/time/sqrt.json")
     ok=
@@ -102,10 +119,9 @@ for m in mlp resmlp; do
       fi
     done
     [[ -n $ok ]] || { echo "gpu-check: no feasible greedy budget for $m depth $d" >&2; exit 1; }
-    "$bin/ckopt-translate" --to=cuda-bundle --func "${m}_step" "$out/time/p.ck" -o "$out/time/$m-$d-greedy.ckb"
+    "$bin/ckopt-translate" --to=cuda-bundle --func "${g}_step" "$out/time/p.ck" -o "$out/time/$m-$d-greedy.ckb"
     echo "$m $d $budget" >> "$out/time/greedy-budgets.txt"
     rm -f "$out/time/src.ck" "$out/time/p.ck" "$out/time/sqrt.json"
-  done
 done
 
 bytes=$(du -sb "$out" | cut -f1)
