@@ -426,7 +426,7 @@ pub fn element(em: &mut Em, f: &Func, op: &Op, ins: &[Mem], idx: &str) -> Result
             let dts: Vec<DType> = c.ins.iter().map(|m| m.dt).collect();
             crate::vemit::mixed_formula(em, 1, op.kind, &dts, f.ty(res).dtype, &xs).map_err(|m| c.bad(m))
         }
-        // Fused loops compute these (`vemit`); a cuda kernel (f32 only) never gets here.
+        // Fused loops compute iota (`vemit`), `rows` cross_entropy_grad; neither backend gets here.
         Iota | CrossEntropyGrad => Err(c.bad("is not supported by the per-element emitter")),
         Return => Err(c.bad("has no result to compute")),
     }
