@@ -1,6 +1,7 @@
 /// Element types: both backends lower an f16 value (loaded, widened to
-/// f32, computed, rounded back on store: `cvt.rn.f16.f32` in the PTX); a
-/// convolution computes f32 only, and the error points at the op.
+/// f32, computed, rounded back on store; in the PTX, LLVM folds the
+/// widened negation back to `neg.f16`, the same bits); a convolution
+/// computes f32 only, and the error points at the op.
 // REQUIRES: lower
 // RUN: ckopt-translate --to=mlir --func half %s | FileCheck %s --check-prefix=CPU
 // RUN: ckopt-translate --to=ptx --func half %s | FileCheck %s --check-prefix=PTX
@@ -21,5 +22,7 @@ module {
 // CPU: arith.negf
 // CPU: arith.truncf {{.*}} : f32 to f16
 // PTX: .visible .entry ck_k0(
-// PTX: cvt.rn.f16.f32
-// CHECK: error-dtype.ck:15:5: error: 'ck.conv2d' op value %x (the GEMM library call): element type f16 is not supported by the lowering (f32 only)
+// PTX: ld.global.b16
+// PTX: neg.f16
+// PTX: st.global.b16
+// CHECK: error-dtype.ck:16:5: error: 'ck.conv2d' op value %x (the GEMM library call): element type f16 is not supported by the lowering (f32 only)
