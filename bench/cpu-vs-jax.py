@@ -2,7 +2,7 @@
 """ckopt's cpu backend side by side with JAX (XLA's CPU backend), in one run.
 
 Usage: bench/cpu-vs-jax.py [--quick] [--rounds N] [--only NAME,...]
-  (NAME: mlp, resmlp, resnet, adamw, remat, compile, matmul)
+  (NAME: mlp, resmlp, resnet, gpt, adamw, remat, compile, matmul)
 
 Creates a virtual environment with JAX, optax and numpy (CKOPT_BENCH_VENV, default
 target/bench-venv; pinned versions below) unless it exists, builds the
@@ -16,6 +16,8 @@ raw results as JSON lines to RESULTS_DIR (default target/bench).
 
 Rows (the issue's targets):
   mlp/resmlp/resnet training steps, ratio ckopt / JAX (target <= 1.25);
+  gpt (`ckopt-gen gpt`: depth 4, width 128, heads 4, seq 64, vocab 256, batch 8)
+  SGD step, ratio ckopt / JAX (issue 19's target <= 1.25);
   the same models' AdamW steps (ckopt's `adamw` pass against optax.adamw,
   same hyperparameters; issue 22's target <= 1.25), `--only adamw` for these alone;
   remat{mode=sqrt} vs no remat, mlp depth 100 width 256 batch 512 (target <= 1.35, smaller arena);
@@ -67,10 +69,16 @@ def tool(name):
     return os.path.join(BIN, name)
 
 
+# The gpt row's other sizes (ckopt-gen gpt's flags; jax_step.py's key=value arguments).
+GPT = {"heads": 4, "seq": 64, "vocab": 256}
+
+
 def ckopt_train(tmp, model, depth, width, batch, remat, steps, opt="sgd"):
     """ckopt-gen | ckopt-opt PIPELINE | ckopt-run --backend cpu --train: (report, step times)."""
     gen = ["--depth", str(depth)]
-    if model == "resnet":
+    if model == "gpt":
+        gen += ["--width", str(width), "--batch", str(batch)] + [a for k, v in GPT.items() for a in (f"--{k}", str(v))]
+    elif model == "resnet":
         gen += ["--channels", str(width), "--batch", str(batch)]
     else:
         gen += ["--width", str(width), "--batch", str(batch)]
@@ -106,6 +114,8 @@ def ckopt_compile(tmp, model, depth, width, batch):
 
 def jax_train(py, model, depth, width, batch, remat, steps, opt="sgd"):
     args = [py, PEER, model, str(depth), str(width), str(batch), str(steps)] + (["sqrt"] if remat == "sqrt" else []) + ([opt] if opt != "sgd" else [])
+    if model == "gpt":
+        args += [f"{k}={v}" for k, v in GPT.items()]
     r = json.loads(sh(args).strip().splitlines()[-1])
     return r, r["step_times_ms"]
 
@@ -139,10 +149,13 @@ def matmul_rates(py, tmp, m, k, n, repeat):
 
 def wanted(only, opt, model):
     """Whether `--only` selects the training row of `model` with `opt`:
-    SGD rows by model name, AdamW rows by `adamw` (and a model name, if any)."""
+    SGD rows by model name, AdamW rows by `adamw` (and a model name, if any;
+    gpt has an SGD row only)."""
+    if model == "gpt" and opt == "adamw":
+        return False
     if not only:
         return True
-    models = [m for m in only if m in ("mlp", "resmlp", "resnet")]
+    models = [m for m in only if m in ("mlp", "resmlp", "resnet", "gpt")]
     if opt == "adamw":
         return "adamw" in only and (not models or model in models)
     return model in models
@@ -163,6 +176,7 @@ def main():
         ("resmlp", 16, 256, 64),
         ("mlp", 4, 1024, 256),
         ("resnet", 8, 8, 4),
+        ("gpt", 4, 128, 8),
     ]
     cpu = sh(["sh", "-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"]).strip()
     print(f"# {cpu}, {os.cpu_count()} cores; {time.strftime('%Y-%m-%d %H:%M')}; rounds {rounds}; load {os.getloadavg()[0]:.1f}")
@@ -172,6 +186,8 @@ def main():
         for opt in ["sgd", "adamw"]:
             for model, depth, width, batch in rows:
                 name = f"{model} depth {depth} {'channels' if model == 'resnet' else 'width'} {width} batch {batch}" + (", AdamW" if opt == "adamw" else "")
+                if model == "gpt":
+                    name = f"gpt depth {depth} width {width} heads {GPT['heads']} seq {GPT['seq']} vocab {GPT['vocab']} batch {batch}"
                 if not wanted(only, opt, model):
                     continue
                 ck_t, jx_t, ck_r, jx_r, ratios = [], [], None, None, []

@@ -20,7 +20,8 @@
 //!   are the innermost ones (each result element accumulates one contiguous
 //!   run: registers); otherwise results accumulate in memory.
 //! - `Single`: any other op, element by element (pools, concat, gather,
-//!   ...); `cross_entropy_grad` a row of its logits at a time.
+//!   ...); `cross_entropy_grad`, and `gather_grad`/`take_along_grad` with
+//!   f32 results, a row at a time (`row_extent`).
 //!
 //! Parallel split: `split` is the extent of the outermost loop the runtime
 //! may cut into ranges for several threads (0: never split). Every element
@@ -205,12 +206,34 @@ fn iteration(k: &Func, kind: &KernelKind) -> (u64, u64) {
         }
         KernelKind::Single => {
             let n = k.result_types.first().map(|t| t.elems()).unwrap_or(0);
-            // cross_entropy_grad runs a row of the logits at a time.
-            match k.body.first() {
-                Some(op) if op.kind == OpKind::CrossEntropyGrad => (k.result_types[0].shape.first().copied().unwrap_or(0), n),
-                _ => (n, n),
+            match k.body.first().and_then(|op| row_extent(k, op)) {
+                Some(rows) => (rows, n),
+                None => (n, n),
             }
         }
+    }
+}
+
+/// The single ops the cpu backend computes a row at a time rather than per
+/// result element, with the extent of their split loop:
+/// - `cross_entropy_grad`: the rows of the logits;
+/// - `gather_grad` with an f32 result: its rows up to the axis (`[P·N]` of a
+///   result `[P, N, Q]`), each zeroed and then added to by the matching
+///   `dy` rows in increasing index position;
+/// - `take_along_grad` with an f32 result: its fibres along the axis (`P·Q`
+///   of `[P, N, Q]`), the same way.
+///
+/// Either way each result element sums its matches in increasing index
+/// position from +0.0 (the interpreter's order), whatever the split.
+pub fn row_extent(f: &Func, op: &Op) -> Option<u64> {
+    let r = f.ty(op.result?);
+    let a = op.int_attr("axis").unwrap_or(0).max(0) as usize;
+    let f32_out = r.dtype == ckopt_ir::DType::F32 && a < r.shape.len();
+    match op.kind {
+        OpKind::CrossEntropyGrad => Some(r.shape.first().copied().unwrap_or(0)),
+        OpKind::GatherGrad if f32_out => Some(r.shape[..=a].iter().product()),
+        OpKind::TakeAlongGrad if f32_out => Some(r.shape[..a].iter().product::<u64>() * r.shape[a + 1..].iter().product::<u64>()),
+        _ => None,
     }
 }
 

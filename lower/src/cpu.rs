@@ -26,7 +26,9 @@
 //! - other reductions: results accumulate in memory (the reduction's own
 //!   output, else the workspace) in row-major order of the input, then the
 //!   epilogue runs over the result shape.
-//! - single ops (pools, concat, ...): `emit::element` per result element.
+//! - single ops (pools, concat, ...): `emit::element` per result element;
+//!   the row ops (`emit::row_op`: cross_entropy_grad, the f32 gather and
+//!   take_along gradients) a row at a time (`emit::rows`).
 //!
 //! The accumulation order of a reduction depends only on its input shape,
 //! its dims and `w`, never on what it was fused with, so a recomputed
@@ -459,10 +461,9 @@ fn single_kernel(em: &mut Em, kf: &KFn) -> Result<(), Diag> {
         .collect();
     let (m, n) = kf.outs[0].clone();
     let out = Mem { name: m, n, dt: kf.out_dt[0] };
-    if let Some(rows) = emit::row_op(op) {
+    if emit::row_op(func, op) {
         // Ops computed a row at a time (the split loop runs over rows).
-        let _ = rows;
-        return emit::rows(em, func, op, &ins, &out, "%lo", "%hi");
+        return emit::rows(em, func, op, &ins, &out, "%lo", "%hi", kf.w);
     }
     let one = em.op("arith.constant 1 : index");
     for_loop(em, "%lo", "%hi", &one, &[], &mut |em, iv, _| {

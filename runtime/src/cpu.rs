@@ -497,6 +497,28 @@ pub unsafe fn run_gemm(g: &Gemm, a: *const f32, b: *const f32, c: *mut f32, thre
     let (b_cs, b_rs) = if g.trans_b { (k as isize, 1) } else { (1, n as isize) };
     let par =
         if threads > 1 && g.m * g.n * g.k >= GEMM_PAR_MIN_FLOPS { gemm::Parallelism::Rayon(threads) } else { gemm::Parallelism::None };
+    // Many small matrices (attention's per-head products): contiguous runs of
+    // the batch on the threads, each matrix single-threaded as it would be
+    // anyway (below the threshold), so the bits do not change.
+    let nb = g.batch as usize;
+    if threads > 1 && nb >= 2 && matches!(par, gemm::Parallelism::None) && g.batch * g.m * g.n * g.k >= GEMM_PAR_MIN_FLOPS {
+        let parts = threads.min(nb);
+        let (sa, sb, sc) = (SendPtr(a as *mut f32), SendPtr(b as *mut f32), SendPtr(c));
+        let one = Gemm { batch: 1, ..g.clone() };
+        rayon::scope(|scope| {
+            for t in 0..parts {
+                let (lo, hi) = (nb * t / parts, nb * (t + 1) / parts);
+                let (sa, sb, sc, one) = (&sa, &sb, &sc, &one);
+                scope.spawn(move |_| {
+                    for bi in lo..hi {
+                        // SAFETY: batch matrix bi lies inside each buffer; the runs of c are disjoint.
+                        unsafe { run_gemm(one, sa.0.add(bi * m * k), sb.0.add(bi * k * n), sc.0.add(bi * m * n), 1) };
+                    }
+                });
+            }
+        });
+        return;
+    }
     for bi in 0..g.batch as usize {
         // SAFETY: per the contract, batch matrix bi lies inside each buffer.
         unsafe {

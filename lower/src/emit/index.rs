@@ -22,7 +22,13 @@
 //! read outside their operands whatever they are given.
 //! Complexity per result element: gather/take_along O(rank);
 //! gather_grad O(indices); take_along_grad O(extent of the axis);
-//! cross_entropy O(N·C) once; cross_entropy_grad O(N + C) per row element.
+//! cross_entropy O(N·C) once; cross_entropy_grad O(C) per row element.
+//!
+//! Row kernels (`rows`, the cpu backend): `cross_entropy_grad`, and the
+//! gradients with an f32 result as scatter-adds over result rows that
+//! keep the same order (each element: +0.0, then its matches in increasing
+//! index position): `gather_grad` O(result + P·K·(1 + Q matched)) per call
+//! instead of O(result · K), `take_along_grad` O(result + indices).
 
 use super::{Ctx, Em, Mem, reg_elem};
 use ckopt_ir::mixed::ignore_index;
@@ -214,17 +220,174 @@ pub(super) fn cross_entropy(em: &mut Em, c: &Ctx) -> Result<String, Diag> {
 }
 
 /// Whether `op` is computed a row at a time by `rows` (its kernel's split
-/// loop runs over rows): `cross_entropy_grad`.
-pub fn row_op(op: &Op) -> Option<()> {
-    (op.kind == OpKind::CrossEntropyGrad).then_some(())
+/// loop runs over rows, `ckopt_kernels::kernel::row_extent`):
+/// `cross_entropy_grad`, and `gather_grad`/`take_along_grad` with f32 results.
+pub fn row_op(f: &Func, op: &Op) -> bool {
+    ckopt_kernels::kernel::row_extent(f, op).is_some()
 }
 
-/// Rows `[lo, hi)` of `cross_entropy_grad(logits, labels, dy)` into `out`:
-/// kept rows `(exp(x - m) / s - [c == label]) * (dy / count)`, ignored rows 0.
-pub fn rows(em: &mut Em, f: &Func, op: &Op, ins: &[Mem], out: &Mem, lo: &str, hi: &str) -> Result<(), Diag> {
+/// Emits `scf.if cond { then }` (no results).
+fn if_then(em: &mut Em, cond: &str, then: &mut dyn FnMut(&mut Em) -> Result<(), Diag>) -> Result<(), Diag> {
+    em.line(&format!("scf.if {cond} {{"));
+    em.indent += 1;
+    then(em)?;
+    em.indent -= 1;
+    em.line("}");
+    Ok(())
+}
+
+/// `dst[d + q] = dst[d + q] + src[s + q]` for `q` in `[0, n)` (f32 memrefs),
+/// `w` lanes at a time, then a scalar tail.
+fn add_run(em: &mut Em, dst: &Mem, d: &str, src: &Mem, s: &str, n: u64, w: usize) -> Result<(), Diag> {
+    let nv = if w > 1 { n / w as u64 * w as u64 } else { 0 };
+    let (c0, cv, cn, cw, c1) = (em.ci(0), em.ci(nv), em.ci(n), em.ci(w as u64), em.ci(1));
+    let (dt, st) = (dst.ty(), src.ty());
+    if nv > 0 {
+        super::for_loop(em, &c0, &cv, &cw, "index", &[], &mut |em, q, _| {
+            let (di, si) = (em.iadd(d, q), em.iadd(s, q));
+            let a = em.op(&format!("vector.load {}[{di}] : {dt}, vector<{w}xf32>", dst.name));
+            let b = em.op(&format!("vector.load {}[{si}] : {st}, vector<{w}xf32>", src.name));
+            let c = em.op(&format!("arith.addf {a}, {b} : vector<{w}xf32>"));
+            em.line(&format!("vector.store {c}, {}[{di}] : {dt}, vector<{w}xf32>", dst.name));
+            Ok(vec![])
+        })?;
+    }
+    if nv < n {
+        super::for_loop(em, &cv, &cn, &c1, "index", &[], &mut |em, q, _| {
+            let (di, si) = (em.iadd(d, q), em.iadd(s, q));
+            let a = em.load(dst, &di);
+            let b = em.load(src, &si);
+            let c = em.fbin("addf", &a, &b);
+            em.store(dst, &di, &c);
+            Ok(vec![])
+        })?;
+    }
+    Ok(())
+}
+
+/// `(v as index, 0 <= v < n)` for an index element `v` (i64); the index is 0 when out of range.
+fn checked_index(em: &mut Em, v: &str, n: u64) -> (String, String) {
+    let z = em.op("arith.constant 0 : i64");
+    let hi = em.op(&format!("arith.constant {n} : i64"));
+    let a = em.op(&format!("arith.cmpi sge, {v}, {z} : i64"));
+    let b = em.op(&format!("arith.cmpi slt, {v}, {hi} : i64"));
+    let ok = em.op(&format!("arith.andi {a}, {b} : i1"));
+    let c = em.op(&format!("arith.select {ok}, {v}, {z} : i64"));
+    (em.op(&format!("arith.index_cast {c} : i64 to index")), ok)
+}
+
+/// Rows `[lo, hi)` (`[P·N]`) of `gather_grad(idx, dy)` (f32) into `dx` `[P, N, Q]`:
+/// each row zeroed, then for every `p` of the range and every index
+/// position `j` in increasing order, `dx[p, idx[j]] += dy[p, j]` when that
+/// row is in the range. Each element is `+0.0 + dy[p, j1, q] + dy[p, j2, q]
+/// + ...` over its matches in increasing `j` (the interpreter's sum), so the
+/// split does not change a bit. O((hi - lo)·Q + P_range·K·(1 + matched Q)).
+fn gather_grad_rows(em: &mut Em, f: &Func, op: &Op, ins: &[Mem], out: &Mem, lo: &str, hi: &str, w: usize) -> Result<(), Diag> {
+    let ys = &f.ty(op.result.unwrap_or(op.operands[0])).shape;
+    let a = op.int_attr("axis").unwrap_or(0).max(0) as usize;
+    let (_, n, inner) = split(ys, a);
+    let (idx, dy) = (&ins[0], &ins[1]);
+    let k = idx.n;
+    let z = em.cf(0.0);
+    let (c1, cin) = (em.ci(1), em.ci(inner));
+    let (zlo, zhi) = (em.imul(lo, &cin), em.imul(hi, &cin));
+    super::for_loop(em, &zlo, &zhi, &c1, "index", &[], &mut |em, e, _| {
+        em.store(out, e, &z);
+        Ok(vec![])
+    })?;
+    let (cn, cn1) = (em.ci(n.max(1)), em.ci(n.max(1) - 1));
+    let plo = em.op(&format!("arith.divui {lo}, {cn} : index"));
+    let hn = em.iadd(hi, &cn1);
+    let phi = em.op(&format!("arith.divui {hn}, {cn} : index"));
+    let (c0, ck) = (em.ci(0), em.ci(k));
+    super::for_loop(em, &plo, &phi, &c1, "index", &[], &mut |em, p, _| {
+        let pn = em.imul_c(p, n);
+        let pk = em.imul_c(p, k);
+        super::for_loop(em, &c0, &ck, &c1, "index", &[], &mut |em, j, _| {
+            let v = index_i64(em, idx, j);
+            let (i, ok) = checked_index(em, &v, n);
+            let r = em.iadd(&pn, &i);
+            let ge = em.op(&format!("arith.cmpi uge, {r}, {lo} : index"));
+            let lt = em.op(&format!("arith.cmpi ult, {r}, {hi} : index"));
+            let inr = em.op(&format!("arith.andi {ge}, {lt} : i1"));
+            let hit = em.op(&format!("arith.andi {inr}, {ok} : i1"));
+            if_then(em, &hit, &mut |em| {
+                let d = em.imul_c(&r, inner);
+                let row = em.iadd(&pk, j);
+                let s = em.imul_c(&row, inner);
+                add_run(em, out, &d, dy, &s, inner, w)
+            })?;
+            Ok(vec![])
+        })?;
+        Ok(vec![])
+    })?;
+    Ok(())
+}
+
+/// Fibres `[lo, hi)` (`[P·Q]`) of `take_along_grad(idx, dy)` (f32) into `dx`
+/// `[P, N, Q]` (`idx`, `dy`: `[P, M, Q]`): fibre `(p, q)` zeroed, then for
+/// `t` in increasing order `dx[p, idx[p, t, q], q] += dy[p, t, q]`: each
+/// element sums its matches in increasing `t` from +0.0 (the interpreter's
+/// order). O((hi - lo)·(N + M)).
+fn take_along_grad_rows(em: &mut Em, f: &Func, op: &Op, ins: &[Mem], out: &Mem, lo: &str, hi: &str) -> Result<(), Diag> {
+    let ys = &f.ty(op.result.unwrap_or(op.operands[0])).shape;
+    let a = op.int_attr("axis").unwrap_or(0).max(0) as usize;
+    let (_, n, inner) = split(ys, a);
+    let m = f.ty(op.operands[0]).shape.get(a).copied().unwrap_or(0);
+    let (idx, dy) = (&ins[0], &ins[1]);
+    let z = em.cf(0.0);
+    let (c0, c1, cn, cm) = (em.ci(0), em.ci(1), em.ci(n), em.ci(m));
+    super::for_loop(em, lo, hi, &c1, "index", &[], &mut |em, fi, _| {
+        let cq = em.ci(inner);
+        let p = em.op(&format!("arith.divui {fi}, {cq} : index"));
+        let q = em.op(&format!("arith.remui {fi}, {cq} : index"));
+        let pn = em.imul_c(&p, n * inner);
+        let bx = em.iadd(&pn, &q);
+        let pm = em.imul_c(&p, m * inner);
+        let bi = em.iadd(&pm, &q);
+        super::for_loop(em, &c0, &cn, &c1, "index", &[], &mut |em, i, _| {
+            let o = em.imul_c(i, inner);
+            let at = em.iadd(&bx, &o);
+            em.store(out, &at, &z);
+            Ok(vec![])
+        })?;
+        super::for_loop(em, &c0, &cm, &c1, "index", &[], &mut |em, t, _| {
+            let o = em.imul_c(t, inner);
+            let at = em.iadd(&bi, &o);
+            let v = index_i64(em, idx, &at);
+            let (i, ok) = checked_index(em, &v, n);
+            if_then(em, &ok, &mut |em| {
+                let o = em.imul_c(&i, inner);
+                let d = em.iadd(&bx, &o);
+                let old = em.load(out, &d);
+                let g = em.load(dy, &at);
+                let s = em.fbin("addf", &old, &g);
+                em.store(out, &d, &s);
+                Ok(())
+            })?;
+            Ok(vec![])
+        })?;
+        Ok(vec![])
+    })?;
+    Ok(())
+}
+
+/// Rows `[lo, hi)` of a row op (`row_op`) into `out`, `w` lanes where the
+/// rows are contiguous: `gather_grad`, `take_along_grad` (above) and
+/// `cross_entropy_grad(logits, labels, dy)`:
+/// kept rows `(exp(x - m) / s - [c == label]) * (dy / count)`, ignored rows 0
+/// (`count`, the kept labels, counted once per call).
+#[allow(clippy::too_many_arguments)]
+pub fn rows(em: &mut Em, f: &Func, op: &Op, ins: &[Mem], out: &Mem, lo: &str, hi: &str, w: usize) -> Result<(), Diag> {
     let bad = |m: &str| Diag::error(op.loc.clone(), format!("'{}' op: {m}", op.kind.full_name()));
-    if op.kind != OpKind::CrossEntropyGrad || ins.len() != 3 {
+    if !row_op(f, op) {
         return Err(bad("is not a row op"));
+    }
+    match op.kind {
+        OpKind::GatherGrad if ins.len() == 2 => return gather_grad_rows(em, f, op, ins, out, lo, hi, w),
+        OpKind::TakeAlongGrad if ins.len() == 2 => return take_along_grad_rows(em, f, op, ins, out, lo, hi),
+        OpKind::CrossEntropyGrad if ins.len() == 3 => {}
+        _ => return Err(bad("is not a row op")),
     }
     let xs = &f.ty(op.operands[0]).shape;
     let (rows, cols) = (xs[0], xs[1]);

@@ -163,3 +163,43 @@ fn out_of_range_indices_are_errors_naming_op_index_position_and_bound() {
         assert!(e.contains(want) && e.contains(&format!("'ck.{}' op", f.body[0].kind.name())), "{name}: {e}");
     }
 }
+
+/// The row scatter-adds (`gather_grad`, `take_along_grad`) and
+/// `cross_entropy_grad` at sizes where the kernels split across threads
+/// (an embedding gradient of 1000×64 from 1500 tokens with many repeated
+/// ids): the interpreter's bits with 1 and with 2 threads.
+#[test]
+fn scatter_adds_and_loss_gradient_at_split_sizes_are_the_interpreters_bits_on_1_and_2_threads() {
+    use ckopt_ir::{Attr, Attrs, DType, Func, Loc, OpKind, TensorType, attrs};
+    let ty = |s: &[u64], dt| TensorType::new(s.to_vec(), dt);
+    let ax = |a: i64| attrs([("axis", Attr::Int(a))]);
+    #[allow(clippy::type_complexity)]
+    let cases: Vec<(&str, OpKind, Vec<TensorType>, Attrs, Option<TensorType>, i64)> = vec![
+        ("embedding_grad", OpKind::GatherGrad, vec![ty(&[1500], DType::I64), ty(&[1500, 64], DType::F32)], ax(0), Some(ty(&[1000, 64], DType::F32)), 1000),
+        ("gather_grad_axis1", OpKind::GatherGrad, vec![ty(&[300], DType::I32), ty(&[4, 300, 61], DType::F32)], ax(1), Some(ty(&[4, 200, 61], DType::F32)), 200),
+        ("take_along_grad", OpKind::TakeAlongGrad, vec![ty(&[16, 500, 16], DType::I64), ty(&[16, 500, 16], DType::F32)], ax(1), Some(ty(&[16, 150, 16], DType::F32)), 150),
+        ("cross_entropy_grad", OpKind::CrossEntropyGrad, vec![ty(&[600, 100], DType::F32), ty(&[600], DType::I64), ty(&[], DType::F32)], Attrs::new(), None, 100),
+    ];
+    for (name, kind, args, at, res, bound) in cases {
+        let mut f = Func::new(name, Loc::unknown());
+        let vs: Vec<_> = args.iter().enumerate().map(|(i, t)| f.add_param(format!("a{i}"), t.clone(), false)).collect();
+        let r = f.push(kind, &vs, at, res, "y", Loc::unknown()).expect("op");
+        f.push_return(&[r], Loc::unknown());
+        naive_plan(&mut f);
+        let mut inputs = random_inputs(&f, 5);
+        for t in inputs.iter_mut().filter(|t| t.dtype.is_integer()) {
+            for (i, v) in t.ints.iter_mut().enumerate() {
+                *v = if kind == OpKind::CrossEntropyGrad && i % 7 == 3 { -100 } else { (i as i64 * 7919 + 13) % bound };
+            }
+        }
+        let module = Module { funcs: vec![f.clone()] };
+        let want = run_func(&module, name, &inputs).expect("interp runs");
+        for threads in [1, 2] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("pool");
+            let got = pool.install(|| CpuExecutor::new(&f).and_then(|mut e| e.step(&inputs))).expect("cpu runs");
+            assert_eq!(got[0].shape, want[0].shape, "@{name}");
+            let diff = got[0].data.iter().zip(&want[0].data).position(|(a, b)| a.to_bits() != b.to_bits());
+            assert_eq!(diff, None, "@{name} with {threads} threads: first differing element");
+        }
+    }
+}
