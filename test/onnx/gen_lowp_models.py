@@ -95,7 +95,7 @@ def mlp_bf16(rng):
     nodes += [helper.make_node("Cast", ["yb"], ["y"], to=TensorProto.FLOAT)]
     inits = []
     for k, v in w.items():
-        t = helper.make_tensor(k, TensorProto.BFLOAT16, v.shape, v.view(np.uint16).flatten().tolist(), raw=False)
+        t = helper.make_tensor(k, TensorProto.BFLOAT16, v.shape, v.tobytes(), raw=True)
         inits.append(t)
     g = helper.make_graph(
         nodes,
