@@ -145,15 +145,15 @@ fn sgd_losses_with_sqrt_remat_equal_the_no_remat_run_step_for_step() {
 fn bad_input_is_an_error_value() {
     let e = parse("module { func.func @f(", "bad.ck").unwrap_err();
     assert!(e.to_string().contains("bad.ck:1:"), "{e}");
-    // The cpu backend computes f16 elementwise ops, but its convolution
-    // library calls are f32 only: refused at the op, naming the type.
+    // A GEMM beyond the backends' 32-bit sizes (a batch of 2^31 matrices)
+    // is refused at the op, before any buffer is allocated.
     let m = parse(
-        "module {\n  func.func @h(%x: tensor<1x1x3x3xf16>, %w: tensor<1x1x3x3xf16>) -> tensor<1x1x1x1xf16> {\n    %y = \"ck.conv2d\"(%x, %w) {padding = [0, 0], stride = [1, 1]} : (tensor<1x1x3x3xf16>, tensor<1x1x3x3xf16>) -> tensor<1x1x1x1xf16>\n    \"ck.return\"(%y) : (tensor<1x1x1x1xf16>) -> ()\n  }\n}\n",
+        "module {\n  func.func @h(%x: tensor<2147483648x1x1xf32>, %w: tensor<2147483648x1x1xf32>) -> tensor<2147483648x1x1xf32> {\n    %y = \"ck.matmul\"(%x, %w) : (tensor<2147483648x1x1xf32>, tensor<2147483648x1x1xf32>) -> tensor<2147483648x1x1xf32>\n    \"ck.return\"(%y) : (tensor<2147483648x1x1xf32>) -> ()\n  }\n}\n",
         "h.ck",
     )
     .unwrap();
     let e = compile(&m, "h", Target::Cpu).err().map(|e| e.to_string()).unwrap_or_default();
-    assert!(e.contains("'ck.conv2d' op") && e.contains("f16") && e.contains("h.ck:3:"), "{e}");
+    assert!(e.contains("'ck.matmul' op") && e.contains("batch = 2147483648") && e.contains("h.ck:3:"), "{e}");
     assert!(compile(&m, "nope", Target::Cpu).is_err());
 }
 

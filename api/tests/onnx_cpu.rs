@@ -92,6 +92,30 @@ fn exported_models_match_onnxruntime_on_cpu() {
     }
 }
 
+/// float16 and bfloat16 models (test/onnx/gen_lowp_models.py): their
+/// initializers become f32 parameters cast to the model's type, and the
+/// output matches the reference (onnxruntime's float16 kernels; numpy with
+/// ml_dtypes for bfloat16, which onnxruntime's CPU provider lacks) within
+/// low-precision tolerance on the interpreter and on cpu.
+#[test]
+fn low_precision_models_match_their_references_on_interp_and_cpu() {
+    for (name, dt) in [("mlp_f16", ckopt::DType::F16), ("mlp_bf16", ckopt::DType::BF16)] {
+        let (m, params) = import_onnx(model(name).join("model.onnx"), ImportOptions::default()).unwrap();
+        let f = &m.funcs[0];
+        let mm: Vec<_> = f.body.iter().filter(|o| o.kind == ckopt::OpKind::Matmul).collect();
+        assert!(mm.len() == 2 && mm.iter().all(|o| f.ty(o.result.unwrap()).dtype == dt), "{name}: the MatMuls compute in {}", dt.name());
+        assert!(params.len() == 4 && f.params[1..].iter().all(|p| f.ty(p.value).dtype == ckopt::DType::F32), "{name}: f32 parameters");
+        let mut inputs: Vec<Tensor> = common::typed_tensors(&model(name), "input").into_iter().map(typed).collect();
+        inputs.extend(params_tensors(&params).unwrap());
+        let want = common::typed_tensors(&model(name), "output").remove(0);
+        for target in [Target::Interp, Target::Cpu] {
+            let out = compile(&m, &f.name, target).unwrap().run(&inputs).unwrap();
+            let e = common::compare(out[0].dtype, &out[0].data, &out[0].ints, &want, 1e-2, 1e-2).unwrap();
+            assert_eq!(e, 0.0, "{name} on {target:?}: output differs from the reference by {e:e} beyond tolerance");
+        }
+    }
+}
+
 #[test]
 fn sqrt_remat_training_on_cpu_gives_the_losses_without_remat() {
     for name in ["cnn", "transformer", "mbv3"] {

@@ -365,15 +365,6 @@ pub fn build_program(f: &Func, cache: &mut KernelCache) -> Result<StepProgram, D
         }
         let group = &f.body[s..=e];
         let oref = op_ref(f, s, group);
-        if matches!(op.kind, OpKind::Conv2d | OpKind::Conv2dGradInput | OpKind::Conv2dGradFilter) && s == e {
-            // The convolution library calls compute f32 only (GEMMs take
-            // bf16/f16 operands too: the runtime converts them to f32).
-            for &v in op.operands.iter().chain(op.result.iter()) {
-                crate::layout::check_f32(f.ty(v), &op.loc, || {
-                    format!("'{}' op value %{} (the GEMM library call)", op.kind.full_name(), f.name_of(v))
-                })?;
-            }
-        }
         match op.kind {
             OpKind::Matmul if s == e => {
                 let g = gemm_of(f, &l, op)?;

@@ -239,6 +239,21 @@ pub fn mixed_op_cases() -> Vec<Func> {
     for (nm, dt) in [("matmul_bf16", BF16), ("matmul_f16", F16)] {
         case(nm, &[ty(&[2, 5, 12], dt), ty(&[2, 12, 7], dt)], &|f, a| f.push(OpKind::Matmul, &[a[0], a[1]], Attrs::new(), None, "y", u()).unwrap());
     }
+    // Convolutions on low-precision values (f32 library convolution on widened copies, rounded once).
+    let conv = || attrs([("stride", Attr::IntArray(vec![2, 1])), ("padding", Attr::IntArray(vec![1, 1]))]);
+    for (nm, dt) in [("conv2d_bf16", BF16), ("conv2d_f16", F16)] {
+        case(nm, &[ty(&[2, 3, 6, 5], dt), ty(&[4, 3, 3, 3], dt)], &|f, a| f.push(OpKind::Conv2d, &[a[0], a[1]], conv(), None, "y", u()).unwrap());
+    }
+    for (nm, dt) in [("conv2d_grad_input_bf16", BF16), ("conv2d_grad_input_f16", F16)] {
+        case(nm, &[ty(&[2, 4, 3, 5], dt), ty(&[4, 3, 3, 3], dt)], &|f, a| {
+            f.push(OpKind::Conv2dGradInput, &[a[0], a[1]], conv(), Some(ty(&[2, 3, 6, 5], dt)), "y", u()).unwrap()
+        });
+    }
+    for (nm, dt) in [("conv2d_grad_filter_bf16", BF16), ("conv2d_grad_filter_f16", F16)] {
+        case(nm, &[ty(&[2, 3, 6, 5], dt), ty(&[2, 4, 3, 5], dt)], &|f, a| {
+            f.push(OpKind::Conv2dGradFilter, &[a[0], a[1]], conv(), Some(ty(&[4, 3, 3, 3], dt)), "y", u()).unwrap()
+        });
+    }
     case("bf16_arith", &[ty(&[3, 10], BF16), ty(&[3, 10], BF16)], &|f, a| {
         let p = f.push(OpKind::Mul, &[a[0], a[1]], Attrs::new(), None, "p", u()).unwrap();
         let e = f.push(OpKind::Exp, &[p], Attrs::new(), None, "e", u()).unwrap();

@@ -123,6 +123,8 @@ pub struct Importer<'a> {
     vals: HashMap<String, Val>,
     /// Float initializers by name (their data; promoted on first data use).
     inits: HashMap<String, CTensor>,
+    /// The element type of each float16/bfloat16 initializer (the others are f32).
+    init_dt: HashMap<String, DType>,
     /// Initializer order, for the parameter argument order.
     init_order: Vec<String>,
     promoted: HashMap<String, ValueId>,
@@ -142,6 +144,7 @@ impl<'a> Importer<'a> {
             f: Func::new("model", file_loc(file)),
             vals: HashMap::new(),
             inits: HashMap::new(),
+            init_dt: HashMap::new(),
             init_order: Vec::new(),
             promoted: HashMap::new(),
             params: Vec::new(),
@@ -172,6 +175,9 @@ impl<'a> Importer<'a> {
             let name = t.name.clone().unwrap_or_default();
             let c = from_proto(t, &DataDir(self.dir), &format!("initializer '{name}'")).map_err(|m| self.err(m))?;
             if c.is_float() && t.data_type != Some(dtype::DOUBLE) {
+                if let Some(dt) = t.data_type.and_then(ck_dtype).filter(|&d| d != DType::F32) {
+                    self.init_dt.insert(name.clone(), dt);
+                }
                 self.inits.insert(name.clone(), c);
                 self.init_order.push(name.clone());
                 self.vals.insert(name, Val::Init(t.name.clone().unwrap_or_default()));
@@ -362,11 +368,13 @@ impl<'a> Importer<'a> {
     }
 
     /// The element type `v` has (or takes when materialized by `dynv`):
-    /// float initializers and constants are f32, integer and bool constants i64.
+    /// float initializers of their type (float16/bfloat16 ones through a
+    /// cast of an f32 parameter), float constants f32, integer and bool
+    /// constants i64.
     pub fn val_dtype(&self, v: &Val) -> DType {
         match v {
             Val::Dyn(id) => self.f.ty(*id).dtype,
-            Val::Init(_) => DType::F32,
+            Val::Init(n) => self.init_dt.get(n).copied().unwrap_or(DType::F32),
             Val::Const(c) if c.is_float() => DType::F32,
             Val::Const(_) => DType::I64,
         }
@@ -406,8 +414,14 @@ impl<'a> Importer<'a> {
                 if let Some(p) = self.f.params.last_mut() {
                     p.attrs.insert(ATTR_NAME.into(), Attr::Str(n.clone()));
                 }
-                self.promoted.insert(n.clone(), id);
                 self.params.push(NamedTensor { name: n.clone(), shape: c.shape.clone(), data: c.as_f32() });
+                // A float16/bfloat16 initializer: an f32 master parameter
+                // (its values are exact in f32) and one cast to its type.
+                let id = match self.init_dt.get(n).copied() {
+                    Some(dt) => self.cast(id, dt)?,
+                    None => id,
+                };
+                self.promoted.insert(n.clone(), id);
                 Ok(id)
             }
             Val::Const(c) if c.is_float() => self.materialize(c),

@@ -139,16 +139,17 @@ def test_compile_errors(mlp):
         mlp.compile("mlp", target="tpu")
     with pytest.raises(ckopt.CompileError, match="no function @nope"):
         mlp.compile("nope")
-    # the cpu backend's convolution library is f32 only: an f16 conv2d is
-    # refused at the op
+    # a GEMM beyond the backends' 32-bit sizes (a batch of 2^31 matrices) is
+    # refused at the op, before any buffer is allocated
+    t = "tensor<2147483648x1x1xf32>"
     m = ckopt.parse(
-        "module {\n  func.func @h(%x: tensor<1x1x3x3xf16>, %w: tensor<1x1x3x3xf16>) -> tensor<1x1x1x1xf16> {\n"
-        '    %y = "ck.conv2d"(%x, %w) {padding = [0, 0], stride = [1, 1]} : (tensor<1x1x3x3xf16>, tensor<1x1x3x3xf16>) -> tensor<1x1x1x1xf16>\n'
-        '    "ck.return"(%y) : (tensor<1x1x1x1xf16>) -> ()\n  }\n}\n',
+        f"module {{\n  func.func @h(%x: {t}, %w: {t}) -> {t} {{\n"
+        f'    %y = "ck.matmul"(%x, %w) : ({t}, {t}) -> {t}\n'
+        f'    "ck.return"(%y) : ({t}) -> ()\n  }}\n}}\n',
         "h.ck",
     )
     with pytest.raises(ckopt.CompileError) as e:
         m.compile("h", "cpu")
-    assert "'ck.conv2d' op" in str(e.value) and "f16" in str(e.value)
+    assert "'ck.matmul' op" in str(e.value) and "batch = 2147483648" in str(e.value)
     assert e.value.diagnostics[0].file == "h.ck" and e.value.diagnostics[0].line == 3
-    assert '%y = "ck.conv2d"(%x, %w)' in str(e.value), "rendered with the source line"
+    assert '%y = "ck.matmul"(%x, %w)' in str(e.value), "rendered with the source line"

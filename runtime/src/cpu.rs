@@ -140,8 +140,12 @@ pub struct CpuExecutor {
     res_dt: Vec<DType>,
     /// Per step: the index operands to check before it runs.
     checks: Vec<Vec<IndexCheck>>,
-    /// Per step: the element types (a, b, c) of a GEMM that is not all f32.
-    gemm_dt: Vec<Option<[DType; 3]>>,
+    /// Per step: the element types (a, b, c) of a GEMM, or (x, w, y) of a
+    /// convolution, that is not all f32.
+    lib_dt: Vec<Option<[DType; 3]>>,
+    /// f32 copies of the bf16/f16 operands and results of those library
+    /// calls (allocated once, `lowp_elems`).
+    lowp: Vec<f32>,
     /// Arguments whose buffer is lent to another executor (`take_arg`).
     lent: Vec<bool>,
     threads: usize,
@@ -178,18 +182,27 @@ impl CpuExecutor {
             .map(|(a, dt)| Arena::new(a.shape.iter().product::<u64>().saturating_mul(dt.bytes())).map_err(|m| diag(func, m.to_string())))
             .collect::<Result<_, _>>()?;
         let checks = index_checks(func, &prog)?;
-        let gemm_dt = prog
+        let lib_dt: Vec<Option<[DType; 3]>> = prog
             .steps
             .iter()
             .map(|s| {
                 let op = func.body.get(s.op().index as usize)?;
-                if !matches!(s, Step::Gemm { .. }) {
-                    return None;
+                let (a, b, c) = (*op.operands.first()?, *op.operands.get(1)?, op.result?);
+                let dts = match s {
+                    Step::Gemm { .. } => [a, b, c],
+                    Step::Conv { conv, .. } => match conv.kind {
+                        ConvKind::Forward => [a, b, c],
+                        ConvKind::GradInput => [c, b, a],
+                        ConvKind::GradFilter => [a, c, b],
+                    },
+                    Step::Kernel { .. } => return None,
                 }
-                let dts = [func.ty(op.operands[0]).dtype, func.ty(op.operands[1]).dtype, func.ty(op.result?).dtype];
+                .map(|v| func.ty(v).dtype);
                 dts.iter().any(|&d| d != DType::F32).then_some(dts)
             })
             .collect();
+        let lowp_n = prog.steps.iter().zip(&lib_dt).map(|(s, d)| d.map_or(0, |d| lowp_elems(s, d))).max().unwrap_or(0);
+        let lowp = vec![0.0f32; lowp_n as usize];
         let lent = vec![false; args.len()];
         let report = Report {
             backend: "cpu".into(),
@@ -197,7 +210,7 @@ impl CpuExecutor {
             arena_bytes: prog.arena_bytes,
             arena_allocated_bytes: arena.len() as u64,
             input_bytes: args.iter().map(|a| a.len() as u64).sum(),
-            workspace_bytes: workspace.len() as u64,
+            workspace_bytes: workspace.len() as u64 + lowp_n * 4,
             kernels: Some(prog.steps.iter().filter(|s| matches!(s, Step::Kernel { .. })).count()),
             distinct_kernels: Some(cache.len()),
             threads: Some(rayon::current_num_threads()),
@@ -214,7 +227,8 @@ impl CpuExecutor {
             arg_dt,
             res_dt,
             checks,
-            gemm_dt,
+            lib_dt,
+            lowp,
             lent,
             threads: rayon::current_num_threads().max(1),
             func: func.clone(),
@@ -344,9 +358,10 @@ impl CpuExecutor {
                 Step::Kernel { kernel, args, .. } => self.kernel(*kernel as usize, args),
                 Step::Gemm { gemm, .. } => {
                     let (a, b, c) = (self.ptr(&gemm.a), self.ptr(&gemm.b), self.ptr(&gemm.c));
-                    match self.gemm_dt.get(si).copied().flatten() {
-                        // SAFETY: slots checked by the builder; sizes and element types from the same op.
-                        Some(dts) => unsafe { run_gemm_lowp(gemm, dts, a as *const u8, b as *const u8, c as *mut u8, self.threads) },
+                    match self.lib_dt.get(si).copied().flatten() {
+                        // SAFETY: slots checked by the builder; sizes and element types from the same op;
+                        // `lowp` holds `lowp_elems` of every such step.
+                        Some(dts) => unsafe { run_gemm_lowp(gemm, dts, a as *const u8, b as *const u8, c as *mut u8, &mut self.lowp, self.threads) },
                         // SAFETY: slots checked by the builder; sizes from the same gemm.
                         None => unsafe { run_gemm(gemm, a, b, c, self.threads) },
                     }
@@ -355,8 +370,12 @@ impl CpuExecutor {
                 Step::Conv { conv, .. } => {
                     let (x, w, y) = (self.ptr(&conv.x), self.ptr(&conv.wt), self.ptr(&conv.y));
                     let ws = self.base(BufId::Workspace);
-                    // SAFETY: as above; the workspace holds one image's columns.
-                    unsafe { run_conv(conv, x, w, y, ws, self.threads) };
+                    match self.lib_dt.get(si).copied().flatten() {
+                        // SAFETY: as for the GEMM; the workspace holds one image's columns.
+                        Some(dts) => unsafe { run_conv_lowp(conv, dts, [x as *mut u8, w as *mut u8, y as *mut u8], ws, &mut self.lowp, self.threads) },
+                        // SAFETY: as above.
+                        None => unsafe { run_conv(conv, x, w, y, ws, self.threads) },
+                    }
                     Ok(())
                 }
             };
@@ -547,47 +566,106 @@ pub unsafe fn run_gemm(g: &Gemm, a: *const f32, b: *const f32, c: *mut f32, thre
     }
 }
 
-/// Elements `[0, n)` of a buffer of element type `dt` (f32, bf16, f16) as f32.
-///
-/// # Safety
-/// `p` points to `n` elements of `dt`, aligned to the element size.
-unsafe fn to_f32(p: *const u8, dt: DType, n: usize) -> Vec<f32> {
-    use half::slice::HalfFloatSliceExt;
-    let mut out = vec![0.0f32; n];
-    // SAFETY: per the contract (the layout aligns every value to its element size).
-    unsafe {
-        match dt {
-            DType::BF16 => std::slice::from_raw_parts(p as *const half::bf16, n).convert_to_f32_slice(&mut out),
-            DType::F16 => std::slice::from_raw_parts(p as *const half::f16, n).convert_to_f32_slice(&mut out),
-            _ => out.copy_from_slice(std::slice::from_raw_parts(p as *const f32, n)),
+/// f32 elements a library call with bf16/f16 values `dts` needs for its
+/// f32 copies (`run_gemm_lowp`, `run_conv_lowp`): one per element of each
+/// value that is not f32.
+fn lowp_elems(s: &Step, dts: [DType; 3]) -> u64 {
+    let sizes = match s {
+        Step::Gemm { gemm: g, .. } => [g.batch * g.m * g.k, g.batch * g.k * g.n, g.batch * g.m * g.n],
+        Step::Conv { conv: c, .. } => [c.n * c.c * c.h * c.w, c.f * c.c * c.kh * c.kw, c.n * c.f * c.oh * c.ow],
+        Step::Kernel { .. } => [0; 3],
+    };
+    sizes.iter().zip(dts).filter(|(_, d)| *d != DType::F32).map(|(n, _)| n).sum()
+}
+
+/// Splits `lowp` into the f32 copies of values of `sizes` elements whose
+/// type is not f32 (`None` for an f32 value, used in place).
+fn lowp_parts(lowp: &mut [f32], sizes: [usize; 3], dts: [DType; 3]) -> [Option<&mut [f32]>; 3] {
+    let mut rest = lowp;
+    let mut out: [Option<&mut [f32]>; 3] = [None, None, None];
+    for i in 0..3 {
+        if dts[i] != DType::F32 {
+            let n = sizes[i].min(rest.len());
+            let (p, r) = std::mem::take(&mut rest).split_at_mut(n);
+            out[i] = Some(p);
+            rest = r;
         }
     }
     out
 }
 
-/// A GEMM with bf16/f16 operands or result: the operands converted to f32,
-/// the f32 GEMM (f32 accumulation), the result rounded to its type (nearest
-/// even), as the interpreter's matmul.
+/// A GEMM with bf16/f16 operands or result: the low-precision operands
+/// widened to f32 (`lowp`), the f32 GEMM (f32 accumulation), the result
+/// rounded to its type (nearest even), as the interpreter's matmul.
 ///
 /// # Safety
 /// `a`, `b`, `c` point to `batch` contiguous matrices of the sizes in `g`
-/// with element types `dts`.
-pub unsafe fn run_gemm_lowp(g: &Gemm, dts: [DType; 3], a: *const u8, b: *const u8, c: *mut u8, threads: usize) {
+/// with element types `dts`; `lowp` holds `lowp_elems` of the step.
+pub unsafe fn run_gemm_lowp(g: &Gemm, dts: [DType; 3], a: *const u8, b: *const u8, c: *mut u8, lowp: &mut [f32], threads: usize) {
     let (m, n, k, nb) = (g.m as usize, g.n as usize, g.k as usize, g.batch as usize);
-    // SAFETY: per the contract.
-    let (a32, b32) = unsafe { (to_f32(a, dts[0], nb * m * k), to_f32(b, dts[1], nb * k * n)) };
-    let mut c32 = vec![0.0f32; nb * m * n];
-    // SAFETY: f32 buffers of the gemm's sizes.
-    unsafe { run_gemm(g, a32.as_ptr(), b32.as_ptr(), c32.as_mut_ptr(), threads) };
-    use half::slice::HalfFloatSliceExt;
-    let len = nb * m * n;
-    // SAFETY: per the contract, c holds nb·m·n aligned elements of dts[2].
+    let [pa, pb, pc] = lowp_parts(lowp, [nb * m * k, nb * k * n, nb * m * n], dts);
+    // SAFETY: per the contract; each copy has its value's element count.
     unsafe {
-        match dts[2] {
-            DType::BF16 => std::slice::from_raw_parts_mut(c as *mut half::bf16, len).convert_from_f32_slice(&c32),
-            DType::F16 => std::slice::from_raw_parts_mut(c as *mut half::f16, len).convert_from_f32_slice(&c32),
-            _ => std::slice::from_raw_parts_mut(c as *mut f32, len).copy_from_slice(&c32),
+        let a32 = match pa {
+            Some(p) => {
+                crate::lowp::to_f32(a, dts[0], p, threads);
+                p.as_ptr()
+            }
+            None => a as *const f32,
+        };
+        let b32 = match pb {
+            Some(p) => {
+                crate::lowp::to_f32(b, dts[1], p, threads);
+                p.as_ptr()
+            }
+            None => b as *const f32,
+        };
+        match pc {
+            Some(p) => {
+                run_gemm(g, a32, b32, p.as_mut_ptr(), threads);
+                crate::lowp::from_f32(p, dts[2], c, threads);
+            }
+            None => run_gemm(g, a32, b32, c as *mut f32, threads),
         }
+    }
+}
+
+/// A convolution (or gradient) with bf16/f16 values: its inputs widened to
+/// f32, the f32 convolution (f32 accumulation), its result rounded to its
+/// type (nearest even) once, as the interpreter's.
+///
+/// # Safety
+/// As `run_conv`, with `ptrs` = (x, w, y) of element types `dts`; `lowp`
+/// holds `lowp_elems` of the step.
+pub unsafe fn run_conv_lowp(cv: &Conv, dts: [DType; 3], ptrs: [*mut u8; 3], ws: *mut f32, lowp: &mut [f32], threads: usize) {
+    let sizes = [cv.n * cv.c * cv.h * cv.w, cv.f * cv.c * cv.kh * cv.kw, cv.n * cv.f * cv.oh * cv.ow].map(|n| n as usize);
+    // The value the call writes: y forward, x for the input gradient, w for the filter's.
+    let out = match cv.kind {
+        ConvKind::Forward => 2,
+        ConvKind::GradInput => 0,
+        ConvKind::GradFilter => 1,
+    };
+    let parts = lowp_parts(lowp, sizes, dts);
+    let mut p32 = [std::ptr::null_mut::<f32>(); 3];
+    let mut copies: [Option<&mut [f32]>; 3] = [None, None, None];
+    for (i, part) in parts.into_iter().enumerate() {
+        match part {
+            Some(p) => {
+                if i != out {
+                    // SAFETY: per the contract, ptrs[i] holds sizes[i] elements of dts[i].
+                    unsafe { crate::lowp::to_f32(ptrs[i], dts[i], p, threads) };
+                }
+                p32[i] = p.as_mut_ptr();
+                copies[i] = Some(p);
+            }
+            None => p32[i] = ptrs[i] as *mut f32,
+        }
+    }
+    // SAFETY: f32 buffers of the convolution's sizes.
+    unsafe { run_conv(cv, p32[0], p32[1], p32[2], ws, threads) };
+    if let Some(p) = copies[out].as_deref() {
+        // SAFETY: per the contract.
+        unsafe { crate::lowp::from_f32(p, dts[out], ptrs[out], threads) };
     }
 }
 

@@ -22,6 +22,8 @@ pub mod arena;
 pub mod cpu;
 pub mod cuda;
 pub mod error;
+#[cfg(feature = "lower")]
+pub mod lowp;
 pub mod report;
 
 #[cfg(feature = "lower")]
