@@ -670,7 +670,9 @@ fn single_kernel(i: usize, k: &Kernel) -> Result<KernelCode, Diag> {
     let (m, n) = p.outs.first().cloned().ok_or_else(|| err(format!("'{}' kernel without output", op.kind.full_name())))?;
     let out = Mem { name: m, n, dt: p.out_dt[0] };
     // Ops computed a row at a time (`cross_entropy_grad`): one thread per row.
-    let row_op = emit::row_op(op).is_some();
+    // The scatter-add gradients stay one thread per result element here (the
+    // cpu backend's row form walks every index per row range).
+    let row_op = matches!(op.kind, OpKind::CrossEntropyGrad);
     let items = if row_op { func.ty(op.operands[0]).shape.first().copied().unwrap_or(1) } else { n };
     let mut em = Em::nvptx("t", 3);
     let id = ids(&mut em, "index");
@@ -682,7 +684,7 @@ fn single_kernel(i: usize, k: &Kernel) -> Result<KernelCode, Diag> {
         if row_op {
             let one = c_int(em, 1, "index");
             let next = ibin(em, "addi", iv, &one, "index");
-            emit::rows(em, func, op, &ins, &out, iv, &next)?;
+            emit::rows(em, func, op, &ins, &out, iv, &next, 1)?;
         } else {
             let v = emit::element(em, func, op, &ins, iv)?;
             em.store(&out, iv, &v);

@@ -77,6 +77,20 @@ gpu-module-to-binary{{format=isa}})"
 
 /// The step programs of `funcs` and the kernels they share.
 pub fn programs_of(funcs: &[&Func]) -> Result<(Vec<StepProgram>, KernelCache), Diag> {
+    // The cpu backend widens bf16/f16 convolutions around its f32 library
+    // call; the cuda runtime's im2col + GEMM convolutions are f32 only.
+    for f in funcs {
+        for op in &f.body {
+            let conv = matches!(op.kind, ckopt_ir::OpKind::Conv2d | ckopt_ir::OpKind::Conv2dGradInput | ckopt_ir::OpKind::Conv2dGradFilter);
+            let lowp = op.operands.iter().copied().chain(op.result).any(|v| f.ty(v).dtype != ckopt_ir::DType::F32);
+            if conv && lowp {
+                return Err(Diag::error(
+                    op.loc.clone(),
+                    format!("'{}' op is not supported by the cuda lowering on non-f32 values (convolutions are f32 on cuda; run it on the cpu backend or the interpreter)", op.kind.full_name()),
+                ));
+            }
+        }
+    }
     let mut cache = KernelCache::new();
     let programs = funcs
         .iter()

@@ -180,7 +180,17 @@ fn mixed_ops_on_emulated_cuda_match_the_interpreter() {
         let sums = f.body.iter().any(|o| matches!(o.kind, OpKind::ReduceSum | OpKind::ReduceMax | OpKind::Matmul));
         let lowp = f.body.iter().any(|o| o.result.is_some_and(|r| matches!(f.ty(r).dtype, ckopt_ir::DType::BF16 | ckopt_ir::DType::F16)));
         let tol = if !sums { 0.0 } else if lowp { 1e-2 } else { 1e-4 };
+        let lowp_conv = f.body.iter().any(|o| matches!(o.kind, OpKind::Conv2d | OpKind::Conv2dGradInput | OpKind::Conv2dGradFilter) && lowp);
         let m = match emulated_module(&[&f]) {
+            Err(e) if lowp_conv => {
+                // cuda refuses bf16/f16 convolutions at the op (cpu computes them).
+                assert!(e.to_string().contains("convolutions are f32 on cuda"), "@{}: {e}", f.name);
+                continue;
+            }
+            Ok(_) if lowp_conv => {
+                failures.push(format!("@{}: a bf16/f16 convolution was accepted by the cuda lowering", f.name));
+                continue;
+            }
             Ok(m) => m,
             Err(e) => {
                 failures.push(format!("@{}: {e}", f.name));
