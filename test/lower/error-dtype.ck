@@ -1,7 +1,8 @@
 /// Element types: both backends lower an f16 value (loaded, widened to
 /// f32, computed, rounded back on store; in the PTX, LLVM folds the
-/// widened negation back to `neg.f16`, the same bits); a convolution
-/// computes f32 only, and the error points at the op.
+/// widened negation back to `neg.f16`, the same bits); on cuda a
+/// convolution computes f32 only (the cpu backend widens it), and the error
+/// points at the op.
 // REQUIRES: lower
 // RUN: ckopt-translate --to=mlir --func half %s | FileCheck %s --check-prefix=CPU
 // RUN: ckopt-translate --to=ptx --func half %s | FileCheck %s --check-prefix=PTX
@@ -25,4 +26,4 @@ module {
 // PTX: ld.global.b16
 // PTX: neg.f16
 // PTX: st.global.b16
-// CHECK: error-dtype.ck:16:5: error: 'ck.conv2d' op value %x (the GEMM library call): element type f16 is not supported by the lowering (f32 only)
+// CHECK: error-dtype.ck:17:5: error: 'ck.conv2d' op is not supported by the cuda lowering on non-f32 values (convolutions are f32 on cuda
