@@ -141,6 +141,16 @@ fn ty(s: &[u64], dt: DType) -> TensorType {
 /// beyond f32 (cpu and cuda run every one against the interpreter). Index and
 /// label operands are meant to be filled with values in `[0, 3)` (every
 /// bound here is at least 3), labels with some `-100` (ignored).
+/// Whether a case convolves bf16/f16 values: the cuda lowering refuses
+/// those at the op (its im2col + GEMM convolutions are f32); the cpu
+/// backend widens them.
+pub fn is_lowp_conv(f: &Func) -> bool {
+    f.body.iter().any(|o| {
+        matches!(o.kind, OpKind::Conv2d | OpKind::Conv2dGradInput | OpKind::Conv2dGradFilter)
+            && matches!(f.ty(o.operands[0]).dtype, DType::BF16 | DType::F16)
+    })
+}
+
 pub fn mixed_op_cases() -> Vec<Func> {
     use DType::*;
     let mut out = Vec::new();

@@ -171,7 +171,7 @@ fn same(g: &Tensor, w: &Tensor, tol: f32) -> Result<(), String> {
 #[test]
 fn mixed_ops_on_emulated_cuda_match_the_interpreter() {
     use ckopt_ir::OpKind;
-    use ckopt_lower::testcases::mixed_op_cases;
+    use ckopt_lower::testcases::{is_lowp_conv, mixed_op_cases};
     let mut failures = Vec::new();
     let mut checked = 0;
     let mut exact = 0;
@@ -180,7 +180,7 @@ fn mixed_ops_on_emulated_cuda_match_the_interpreter() {
         let sums = f.body.iter().any(|o| matches!(o.kind, OpKind::ReduceSum | OpKind::ReduceMax | OpKind::Matmul));
         let lowp = f.body.iter().any(|o| o.result.is_some_and(|r| matches!(f.ty(r).dtype, ckopt_ir::DType::BF16 | ckopt_ir::DType::F16)));
         let tol = if !sums { 0.0 } else if lowp { 1e-2 } else { 1e-4 };
-        let lowp_conv = f.body.iter().any(|o| matches!(o.kind, OpKind::Conv2d | OpKind::Conv2dGradInput | OpKind::Conv2dGradFilter) && lowp);
+        let lowp_conv = is_lowp_conv(&f);
         let m = match emulated_module(&[&f]) {
             Err(e) if lowp_conv => {
                 // cuda refuses bf16/f16 convolutions at the op (cpu computes them).
