@@ -555,7 +555,8 @@ impl PassManager {
 /// Passes that understand `ck.fusion` marks: every other pass runs on the
 /// unfused module, which is then fused again (`fuse::fuse_func`), so a pass
 /// that clones, removes or rewrites ops never leaves a broken group.
-const FUSION_AWARE: &[&str] = &["fuse", "memplan"];
+/// `remat` does that itself per function, measuring its plans fused.
+const FUSION_AWARE: &[&str] = &["fuse", "memplan", "remat"];
 
 fn run_keeping_fusion(e: &PipelineEntry, module: &mut Module, stats: &mut Statistics) -> Result<(), Diags> {
     if FUSION_AWARE.contains(&e.info.name) {

@@ -346,9 +346,12 @@ fn smallest_candidates(f: &Func, ch: &Chain, opts: &RematOptions, out: &mut Vec<
     }
 }
 
-fn measure_device(f: &Func, cands: &mut [Candidate], align: u64) -> Result<(), Diag> {
+fn measure_device(f: &Func, fused: bool, cands: &mut [Candidate], align: u64) -> Result<(), Diag> {
     for c in cands.iter_mut().filter(|c| c.device.is_none()) {
-        c.device = Some(device_bytes(c.em.as_ref().map_or(f, |e| &e.func), align)?);
+        c.device = Some(match &c.em {
+            Some(e) => device_bytes(&e.measured(), align)?,
+            None => device_bytes(&emit::measured(f, fused), align)?,
+        });
     }
     Ok(())
 }
@@ -361,35 +364,51 @@ fn measure_device(f: &Func, cands: &mut [Candidate], align: u64) -> Result<(), D
 /// chain, the fine chain and the wavefront schedule; re-aim `optimal` where
 /// the device budget was missed; the smallest plans when nothing fits (for
 /// the error); pick by the one selection rule ([`pick`]) and apply.
+///
+/// A fused function (`ck.fusion` marks, from `fuse`) is planned unfused
+/// and fused again afterwards, and every plan, no remat included, is
+/// measured fused: the peaks compared are the ones memplan and the memory
+/// report will see (fused values are never stored; a recomputed group's
+/// clones are fused again and cost its ops' flops).
 pub fn remat_func(f: &mut Func, opts: &RematOptions) -> Result<Option<RematOutcome>, Diag> {
     if opts.mode == Mode::None {
         return Ok(None);
     }
+    let fused = ckopt_ir::fusion::strip_fusion(f);
+    let r = plan_func(f, opts, fused);
+    if fused {
+        crate::fuse::fuse_func(f);
+    }
+    r
+}
+
+fn plan_func(f: &mut Func, opts: &RematOptions, fused: bool) -> Result<Option<RematOutcome>, Diag> {
     if f.body.iter().any(|o| o.has_attr(ckopt_ir::ops::ATTR_RECOMPUTE)) {
         return Ok(None);
     }
-    let ch = build_chain(f);
+    let mut ch = build_chain(f);
+    ch.fused = fused;
     if !ch.has_backward || ch.is_empty() {
         return Ok(None);
     }
     let args = crate::analysis::argument_bytes(f);
     check_device_floor(f, opts, args)?;
-    let before = crate::analysis::peak(f, &crate::analysis::liveness(f), false);
+    let before = emit::measured_peak(f, fused);
     let mut cands = vec![no_remat(f, &ch, before)];
     let limits = Limits { budget: opts.budget, device: opts.device_budget, min_gain: min_gain_bytes(opts, cands[0].peak) };
-    let temp_budget = aim_temp_budget(f, opts, before, &mut cands)?;
+    let temp_budget = aim_temp_budget(f, fused, opts, before, &mut cands)?;
     for o in plan_modes(opts, limits.any()) {
         all_candidates(f, &ch, &o, temp_budget, &mut cands);
     }
     let milp_report = graph_candidates(f, &ch, opts, limits.any(), temp_budget, &mut cands);
     if opts.device_budget.is_some() {
-        measure_device(f, &mut cands, opts.align)?;
+        measure_device(f, fused, &mut cands, opts.align)?;
         reaim_optimal(f, &ch, opts, &limits, temp_budget, &mut cands)?;
     }
     if limits.any() && !cands.iter().any(|c| limits.fits(c)) {
         smallest_candidates(f, &ch, opts, &mut cands);
         if opts.device_budget.is_some() {
-            measure_device(f, &mut cands, opts.align)?;
+            measure_device(f, fused, &mut cands, opts.align)?;
         }
     }
     let tried = cands.len();
@@ -489,7 +508,7 @@ fn no_remat(f: &Func, ch: &Chain, before: u64) -> Candidate {
 /// only `device_budget=`, the device budget less what the device holds
 /// beyond the temp peak (arguments, results, alignment), which is about
 /// the same for every plan.
-fn aim_temp_budget(f: &Func, opts: &RematOptions, before: u64, cands: &mut [Candidate]) -> Result<Option<u64>, Diag> {
+fn aim_temp_budget(f: &Func, fused: bool, opts: &RematOptions, before: u64, cands: &mut [Candidate]) -> Result<Option<u64>, Diag> {
     if opts.budget.is_some() || (opts.mode != Mode::Optimal && opts.device_budget.is_none()) {
         return Ok(opts.budget);
     }
@@ -499,7 +518,7 @@ fn aim_temp_budget(f: &Func, opts: &RematOptions, before: u64, cands: &mut [Cand
             format!("remat{{mode=optimal}} needs budget=BYTES or device_budget=BYTES (e.g. budget=48MiB) for @{}", f.name),
         ));
     };
-    measure_device(f, cands, opts.align)?;
+    measure_device(f, fused, cands, opts.align)?;
     let overhead = cands[0].device.unwrap_or(0).saturating_sub(before);
     Ok(Some(d.saturating_sub(overhead).max(1)))
 }
@@ -511,12 +530,14 @@ fn aim_temp_budget(f: &Func, opts: &RematOptions, before: u64, cands: &mut [Cand
 fn all_candidates(f: &Func, ch: &Chain, opts: &RematOptions, temp_budget: Option<u64>, cands: &mut Vec<Candidate>) {
     mode_candidates(f, ch, opts, temp_budget, &[], cands);
     let plain = if opts.mode == Mode::Greedy && opts.search { greedy_thresholds(ch) } else { Vec::new() };
-    let fine = chain::build_chain_with(f, chain::CutRule::AllFree);
+    let mut fine = chain::build_chain_with(f, chain::CutRule::AllFree);
+    fine.fused = ch.fused;
     if fine.len() > ch.len() {
         labelled_candidates(f, &fine, opts, temp_budget, &plain, "fine", cands);
     }
     if let Some(g) = chain::wavefront(f) {
-        let wch = build_chain(&g);
+        let mut wch = build_chain(&g);
+        wch.fused = ch.fused;
         if wch.has_backward && !wch.is_empty() {
             labelled_candidates(&g, &wch, opts, temp_budget, &plain, "wavefront", cands);
         }
@@ -544,7 +565,7 @@ fn reaim_optimal(f: &Func, ch: &Chain, opts: &RematOptions, limits: &Limits, mut
             cands.push(c);
             peak
         });
-        measure_device(f, &mut cands[n..], opts.align)?;
+        measure_device(f, ch.fused, &mut cands[n..], opts.align)?;
     }
     Ok(())
 }
@@ -685,3 +706,5 @@ mod tests;
 mod tests_dag;
 #[cfg(test)]
 mod tests_milp;
+#[cfg(test)]
+mod tests_fused;

@@ -82,6 +82,10 @@ pub struct Chain {
     pub needed_bytes: u64,
     /// Whether the function has any backward read of a forward value at all.
     pub has_backward: bool,
+    /// Whether the function runs fused (it had `ck.fusion` marks, which
+    /// remat removed to plan): every plan is then measured after fusing it
+    /// again ([`super::emit::Emitted::temp_peak`]), as memplan will see it.
+    pub fused: bool,
 }
 
 impl Chain {
@@ -556,6 +560,7 @@ fn assemble(f: &Func, vals: Values, stages: Vec<Stage>, bounds: Vec<Vec<ValueId>
         insert_at,
         needed_bytes,
         has_backward: vals.has_backward,
+        fused: false,
     }
 }
 

@@ -99,7 +99,12 @@ pub fn memory_curve(f: &Func) -> Option<Curve> {
     if f.body.iter().any(|o| o.has_attr(ckopt_ir::ops::ATTR_RECOMPUTE)) {
         return None;
     }
-    let ch = super::chain::build_chain(f);
+    // A fused function: its chain and "no remat" as remat plans them
+    // (unfused, measured fused); the plan texts run on `f` itself.
+    let mut plain = f.clone();
+    let fused = ckopt_ir::fusion::strip_fusion(&mut plain);
+    let mut ch = super::chain::build_chain(&plain);
+    ch.fused = fused;
     if !ch.has_backward || ch.is_empty() {
         return None;
     }
@@ -111,7 +116,7 @@ pub fn memory_curve(f: &Func) -> Option<Curve> {
     // would keep them (it changes nothing), which no other run does: the
     // point is then the plan that keeps everything else, reproduced by a
     // budgeted run at its peak (the least recompute within that budget).
-    let none_cand = super::no_remat(f, &ch, peak(f, &liveness(f), false));
+    let none_cand = super::no_remat(&plain, &ch, peak(f, &liveness(f), false));
     let none_text = if none_cand.em.is_some() {
         format!("remat{{mode=greedy budget={}}}", super::round_size(none_cand.peak).0)
     } else {

@@ -169,8 +169,9 @@ fn static_score(f: &Func, ch: &Chain, v: ValueId) -> f64 {
 /// The candidates (indices into `cand`) kept and live at the temp peak of
 /// the rewritten function: the only drops that can lower it.
 fn live_at_peak(em: &super::emit::Emitted, cand: &[ValueId], kept: &[bool]) -> Vec<usize> {
-    let live = crate::analysis::liveness(&em.func);
-    let tl = crate::analysis::live_bytes_timeline(&em.func, &live, false);
+    let g = em.measured();
+    let live = crate::analysis::liveness(&g);
+    let tl = crate::analysis::live_bytes_timeline(&g, &live, false);
     let peak = tl.iter().copied().max().unwrap_or(0);
     let at: Vec<usize> = (0..tl.len()).filter(|&i| tl[i] == peak).collect();
     (0..cand.len())

@@ -57,17 +57,45 @@ pub struct Emitted {
     pub on_demand: usize,
     pub inplace_stripped: usize,
     pub inplace_added: usize,
+    /// Measure the result fused ([`Chain::fused`]).
+    pub fused: bool,
 }
 
 impl Emitted {
-    /// temp_peak_bytes of the result (docs/memory.md), with in-place sharing.
+    /// temp_peak_bytes of the result (docs/memory.md), with in-place
+    /// sharing; of the result fused again when the function runs fused.
     pub fn temp_peak(&self) -> u64 {
-        peak(&self.func, &liveness(&self.func), false)
+        let g = self.measured();
+        peak(&g, &liveness(&g), false)
+    }
+    /// The function whose liveness is the plan's: the result, or a fused
+    /// copy of it when the function runs fused (fusion only adds marks, so
+    /// its values are the result's).
+    pub fn measured(&self) -> std::borrow::Cow<'_, Func> {
+        measured(&self.func, self.fused)
     }
     /// Flops of the ops marked `ck.recompute`.
     pub fn recompute_flops(&self) -> u64 {
         recompute_flops(&self.func)
     }
+}
+
+/// `f`, or when `fused`, `f` fused as `fuse` does (what memplan and the
+/// memory report of a fused pipeline measure).
+pub fn measured(f: &Func, fused: bool) -> std::borrow::Cow<'_, Func> {
+    if fused {
+        let mut g = f.clone();
+        crate::fuse::fuse_func(&mut g);
+        std::borrow::Cow::Owned(g)
+    } else {
+        std::borrow::Cow::Borrowed(f)
+    }
+}
+
+/// temp_peak_bytes of `f` as given, or fused ([`measured`]).
+pub fn measured_peak(f: &Func, fused: bool) -> u64 {
+    let g = measured(f, fused);
+    peak(&g, &liveness(&g), false)
 }
 
 pub fn recompute_flops(f: &Func) -> u64 {
@@ -215,7 +243,7 @@ pub fn apply(f: &Func, ch: &Chain, strat: &Strategy) -> Emitted {
     }
     let clones = b.clones;
     let (stripped, added) = fix_inplace(&mut out);
-    Emitted { func: out, clones, on_demand, inplace_stripped: stripped, inplace_added: added }
+    Emitted { func: out, clones, on_demand, inplace_stripped: stripped, inplace_added: added, fused: ch.fused }
 }
 
 /// `f` with another body (everything else cloned; the body never is).
