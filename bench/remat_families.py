@@ -20,7 +20,7 @@ Usage: python bench/remat_families.py export OUTDIR [NAME...]   (default: all fo
        mode on @NAME_grad (`autodiff,inplace,remat{...},memplan`) and on
        @NAME_step (`autodiff,inplace,sgd{lr=0.01},fuse,remat{...},memplan`),
        and prints a markdown table per model: temp peak and recompute of each
-       plan vs no remat's)
+       plan vs no remat's; CKOPT_TRANSLATE: the importer, default BIN/ckopt-translate)
 """
 import json
 import os
@@ -118,7 +118,8 @@ def table(out, bin_dir, names):
     for name in names:
         src = os.path.join(out, f"{name}.onnx")
         ck = os.path.join(tmp, f"{name}.ck")
-        p = subprocess.run([f"{bin_dir}/ckopt-translate", "--from=onnx", src, f"--loss={LOSS[name]}", "--name=m", "-o", ck],
+        translate = os.environ.get("CKOPT_TRANSLATE", f"{bin_dir}/ckopt-translate")
+        p = subprocess.run([translate, "--from=onnx", src, f"--loss={LOSS[name]}", "--name=m", "-o", ck],
                            capture_output=True, text=True)
         if p.returncode != 0:
             print(f"### {name}: import refused\n\n    {(p.stderr.strip().splitlines() or ['?'])[-1]}\n")
