@@ -103,7 +103,8 @@ def run_plan(bin_dir, ck, pipeline, func, tmp):
                        capture_output=True, text=True)
     cpu = time.process_time() - t
     if p.returncode != 0:
-        return None, (p.stderr.strip().splitlines() or ["failed"])[-1]
+        errs = [l for l in p.stderr.splitlines() if "error:" in l] or ["failed"]
+        return None, errs[0].split("error: ", 1)[-1]
     r = report(rep, func)
     r["cpu_s"] = cpu
     return r, None
