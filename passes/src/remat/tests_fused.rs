@@ -6,9 +6,29 @@ use crate::analysis::memory_report;
 use crate::manager::PassManager;
 use ckopt_ir::Module;
 
-/// The fused training step of a log chain (`autodiff,inplace,sgd,fuse`).
+/// `depth` layers `h = tanh(h·w + broadcast(b))` (64x64), loss sum(h):
+/// the broadcast and the add are internal to a fused group.
+fn bias_tanh_chain(depth: usize) -> String {
+    let t = "tensor<64x64xf32>";
+    let mut args = vec![format!("%x: {t}")];
+    let mut body = String::new();
+    let mut cur = "%x".to_string();
+    for i in 0..depth {
+        args.push(format!("%w{i}: {t} {{ck.param}}"));
+        args.push(format!("%b{i}: tensor<64xf32> {{ck.param}}"));
+        body += &format!("    %m{i} = \"ck.matmul\"({cur}, %w{i}) : ({t}, {t}) -> {t}\n");
+        body += &format!("    %bb{i} = \"ck.broadcast\"(%b{i}) {{dims = [1]}} : (tensor<64xf32>) -> {t}\n");
+        body += &format!("    %z{i} = \"ck.add\"(%m{i}, %bb{i}) : ({t}, {t}) -> {t}\n");
+        body += &format!("    %h{i} = \"ck.tanh\"(%z{i}) : ({t}) -> {t}\n");
+        cur = format!("%h{i}");
+    }
+    body += &format!("    %loss = \"ck.reduce_sum\"({cur}) {{dims = [0, 1]}} : ({t}) -> tensor<f32>\n");
+    format!("module {{\n  func.func @chain({}) -> tensor<f32> {{\n{body}    \"ck.return\"(%loss) : (tensor<f32>) -> ()\n  }}\n}}\n", args.join(", "))
+}
+
+/// The fused training step of [`bias_tanh_chain`] (`autodiff,inplace,sgd,fuse`).
 fn fused_step() -> Module {
-    let text = families::log_chain(4, 64, false);
+    let text = bias_tanh_chain(4);
     let mut m: Module = ckopt_ir::parse_and_verify(&text, "chain.ck").expect("parses");
     PassManager::parse("autodiff,inplace,sgd{lr=0.01},fuse").expect("pipeline").run(&mut m).expect("runs");
     m
