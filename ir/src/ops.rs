@@ -180,6 +180,7 @@ pub const DISCARDABLE_ATTRS: &[AttrSpec] = &[
     opt("ck.inplace", AttrKind::I64),
     opt("ck.offset", AttrKind::I64),
     opt("ck.fusion", AttrKind::I64),
+    opt("ck.stop_gradient", AttrKind::Unit),
 ];
 
 pub const ATTR_MIRROR: &str = "ck.mirror";
@@ -188,6 +189,9 @@ pub const ATTR_RECOMPUTE: &str = "ck.recompute";
 pub const ATTR_INPLACE: &str = "ck.inplace";
 pub const ATTR_OFFSET: &str = "ck.offset";
 pub const ATTR_ARENA_BYTES: &str = "ck.arena_bytes";
+/// Op attribute (unit): `autodiff` treats the result as a constant (no
+/// gradient flows through it), as JAX's `stop_gradient` / torch's `detach`.
+pub const ATTR_STOP_GRADIENT: &str = "ck.stop_gradient";
 pub const ATTR_PARAM: &str = "ck.param";
 /// Op attribute set by the `fuse` pass: ops with equal values form one fusion
 /// group (contiguous in the schedule, one kernel; see `fusion`).

@@ -298,6 +298,7 @@ static REGISTRY: &[PassInfo] = &[
         options: &[
             opt("wrt", Indices, "all", "arguments to differentiate: all (the {ck.param} ones, every argument if none is marked) or indices I,J,.."),
             opt("func", FuncName, "", "only this function (default: every function returning a scalar loss first)"),
+            opt("rebroadcast", Bool, "false", "backward reads of a forward broadcast read a fresh broadcast of its operand (the backward keeps the smaller operand)"),
         ],
         statistics: &[
             stat("gradient-functions-created", "@NAME_grad functions added"),

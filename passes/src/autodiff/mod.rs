@@ -21,7 +21,8 @@
 //!
 //! Only what is needed is emitted: an operand gets a gradient only when it is
 //! *active* (a float value that depends on a wrt argument through
-//! differentiable operands; integer and bool values never are) and
+//! differentiable operands; integer and bool values never are, nor the
+//! result of an op marked `ck.stop_gradient`) and
 //! its op is *useful* (the loss depends on it). Fan-out gradients accumulate
 //! eagerly with `add` (only when a second contribution really arrives, and
 //! right after it is emitted, even between the two partials of an op that
@@ -78,9 +79,9 @@ pub use doc::{RULES_BEGIN, RULES_END, rule_table_markdown};
 
 use crate::manager::{Pass, PassOptions, Statistics};
 use crate::rewrite::remove_dead_ops;
-use ckopt_ir::ops::{ATTR_ARENA_BYTES, ATTR_INPLACE, ATTR_OFFSET};
+use ckopt_ir::ops::{ATTR_ARENA_BYTES, ATTR_INPLACE, ATTR_OFFSET, ATTR_STOP_GRADIENT};
 use ckopt_ir::{Diag, Diags, Func, Loc, Module, Op, OpKind, ValueId};
-use emit::{Adj, Contrib, Cx, Emitter, finalize};
+use emit::{Adj, Contrib, Cx, Emitter, finalize, own_attrs};
 
 /// Suffix of the gradient function's name.
 pub const GRAD_SUFFIX: &str = "_grad";
@@ -100,6 +101,9 @@ pub struct AutodiffOptions {
     pub wrt: Wrt,
     /// Only this function (without `@`); `None` = every scalar-loss function.
     pub func: Option<String>,
+    /// Backward reads of a forward `broadcast` read a fresh broadcast of its
+    /// operand, emitted right before them (see [`rebroadcast_backward_reads`]).
+    pub rebroadcast: bool,
 }
 
 impl AutodiffOptions {
@@ -109,7 +113,7 @@ impl AutodiffOptions {
             None => Wrt::All,
             Some(v) => Wrt::Indices(v),
         };
-        Ok(AutodiffOptions { wrt, func: o.func_name("func")? })
+        Ok(AutodiffOptions { wrt, func: o.func_name("func")?, rebroadcast: o.flag("rebroadcast")? })
     }
 }
 
@@ -205,7 +209,7 @@ pub fn autodiff_with_stats(module: &mut Module, opts: &AutodiffOptions) -> Resul
     let mut made = Vec::new();
     let mut stats = AutodiffStats::default();
     for i in targets {
-        match differentiate(&module.funcs[i], &opts.wrt) {
+        match differentiate_with(&module.funcs[i], &opts.wrt, opts.rebroadcast) {
             Ok((g, fw, bw)) => {
                 stats.functions += 1;
                 stats.forward_ops += fw;
@@ -339,6 +343,11 @@ fn rule(e: &mut Emitter, f: &Func, op: &Op, dy: ValueId, want: &[bool], adj: &mu
 
 /// Builds `@NAME_grad` for one function. Returns it with its forward and backward op counts.
 pub fn differentiate(f: &Func, wrt: &Wrt) -> Result<(Func, usize, usize), Diag> {
+    differentiate_with(f, wrt, false)
+}
+
+/// [`differentiate`], with the `rebroadcast` option ([`rebroadcast_backward_reads`]).
+pub fn differentiate_with(f: &Func, wrt: &Wrt, rebroadcast: bool) -> Result<(Func, usize, usize), Diag> {
     let nargs = f.params.len();
     let is_float = |i: usize| f.ty(f.params[i].value).dtype.is_float();
     let mut wrt_idx: Vec<usize> = match wrt {
@@ -405,6 +414,7 @@ pub fn differentiate(f: &Func, wrt: &Wrt) -> Result<(Func, usize, usize), Diag> 
             // Only float values carry gradients (a comparison's i1 result, or a
             // cast to an integer type, stops them).
             active[r.index()] = f.ty(r).dtype.is_float()
+                && !op.attrs.contains_key(ATTR_STOP_GRADIENT)
                 && op.operands.iter().enumerate().any(|(i, o)| active[o.index()] && differentiable_operand(op.kind, i));
         }
     }
@@ -461,6 +471,9 @@ pub fn differentiate(f: &Func, wrt: &Wrt) -> Result<(Func, usize, usize), Diag> 
         results.push(grad);
     }
     let ret_loc = e.loc.clone();
+    if rebroadcast {
+        rebroadcast_backward_reads(&mut g, fwd.len(), nv)?;
+    }
     g.push_return(&results, ret_loc);
     // The dead-code sweep: forward ops that only fed other results, backward ops
     // whose gradients were dropped. Forward results are the values below `nv`;
@@ -469,6 +482,49 @@ pub fn differentiate(f: &Func, wrt: &Wrt) -> Result<(Func, usize, usize), Diag> 
     let fw_kept = g.body.iter().filter(|o| o.result.is_some_and(|r| r.index() < nv)).count();
     let bw = g.body.len() - 1 - fw_kept;
     Ok((g, fw_kept, bw))
+}
+
+/// Gives every backward op (from `body[first_backward..]`) that reads the
+/// result of a forward `broadcast` (a value below `nv`, larger than the
+/// broadcast's operand) its own copy of that broadcast, emitted right before
+/// it: the backward then keeps the broadcast's operand (a per-row statistic,
+/// a bias, a mask) instead of the broadcast value, and the forward broadcast
+/// dies at its last forward reader (`fuse` folds both into their readers'
+/// loops). Exact: the same values are read. Returns the copies made.
+fn rebroadcast_backward_reads(g: &mut Func, first_backward: usize, nv: usize) -> Result<usize, Diag> {
+    let def = g.def_table();
+    let old = std::mem::take(&mut g.body);
+    let mut body: Vec<Op> = Vec::with_capacity(old.len());
+    let mut added = 0;
+    for (i, mut op) in old.into_iter().enumerate() {
+        if i >= first_backward {
+            for j in 0..op.operands.len() {
+                let v = op.operands[j];
+                if v.index() >= nv {
+                    continue;
+                }
+                let Some(d) = def.get(v.index()).copied().flatten() else { continue };
+                if d >= first_backward || body[d].kind != OpKind::Broadcast {
+                    continue;
+                }
+                let b = &body[d];
+                let src = b.operands[0];
+                let (Some(small), Some(big)) = (g.ty(src).num_elements(), g.ty(v).num_elements()) else { continue };
+                if small >= big {
+                    continue;
+                }
+                let (attrs, loc, ty) = (own_attrs(b), op.loc.clone(), g.ty(v).clone());
+                let name = g.name_of(v).to_string();
+                let c = g.make_op(OpKind::Broadcast, &[src], attrs, Some(ty), &name, loc)?;
+                op.operands[j] = c.result.unwrap_or(v);
+                body.push(c);
+                added += 1;
+            }
+        }
+        body.push(op);
+    }
+    g.body = body;
+    Ok(added)
 }
 
 /// The `Pass` shell.

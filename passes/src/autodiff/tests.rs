@@ -77,7 +77,7 @@ fn backward_order_is_reverse_of_forward() {
 #[test]
 fn wrt_indices_select_arguments_in_argument_order() {
     let mut m = mlp();
-    let opts = AutodiffOptions { wrt: Wrt::Indices(vec![2, 0]), func: Some("mlp".into()) };
+    let opts = AutodiffOptions { wrt: Wrt::Indices(vec![2, 0]), func: Some("mlp".into()), rebroadcast: false };
     autodiff(&mut m, &opts).unwrap();
     verify_module(&m).unwrap();
     let g = m.func("mlp_grad").unwrap();
@@ -150,9 +150,9 @@ fn slices_tiling_one_dim_are_joined_by_one_concat() {
 #[test]
 fn errors_name_the_function() {
     let mut m = mlp();
-    let e = autodiff(&mut m, &AutodiffOptions { wrt: Wrt::All, func: Some("nope".into()) }).unwrap_err();
+    let e = autodiff(&mut m, &AutodiffOptions { wrt: Wrt::All, func: Some("nope".into()), rebroadcast: false }).unwrap_err();
     assert!(e.0[0].message.contains("no function @nope"), "{e}");
-    let e = autodiff(&mut m, &AutodiffOptions { wrt: Wrt::Indices(vec![7]), func: None }).unwrap_err();
+    let e = autodiff(&mut m, &AutodiffOptions { wrt: Wrt::Indices(vec![7]), func: None, rebroadcast: false }).unwrap_err();
     assert!(e.0[0].message.contains("wrt index 7 is out of range: @mlp has 4 arguments"), "{e}");
     assert_eq!(m.funcs.len(), 1, "a failed pass adds nothing");
     // Non-scalar first result.
@@ -161,7 +161,7 @@ fn errors_name_the_function() {
     let y = f.push(OpKind::Relu, &[x], Attrs::new(), None, "y", l()).unwrap();
     f.push_return(&[y], l());
     let mut m2 = Module { funcs: vec![f] };
-    let e = autodiff(&mut m2, &AutodiffOptions { wrt: Wrt::All, func: Some("vec".into()) }).unwrap_err();
+    let e = autodiff(&mut m2, &AutodiffOptions { wrt: Wrt::All, func: Some("vec".into()), rebroadcast: false }).unwrap_err();
     assert!(e.0[0].message.contains("@vec does not return a scalar loss"), "{e}");
     // Without func=, non-scalar functions are skipped.
     autodiff(&mut m2, &AutodiffOptions::default()).unwrap();
@@ -170,7 +170,7 @@ fn errors_name_the_function() {
     autodiff(&mut m, &AutodiffOptions::default()).unwrap();
     autodiff(&mut m, &AutodiffOptions::default()).unwrap();
     assert_eq!(m.funcs.len(), 2);
-    let e = autodiff(&mut m, &AutodiffOptions { wrt: Wrt::All, func: Some("mlp".into()) }).unwrap_err();
+    let e = autodiff(&mut m, &AutodiffOptions { wrt: Wrt::All, func: Some("mlp".into()), rebroadcast: false }).unwrap_err();
     assert!(e.0[0].message.contains("@mlp_grad already exists"), "{e}");
 }
 
@@ -339,4 +339,47 @@ fn fan_out_of_a_self_product_is_summed_as_soon_as_two_partials_exist() {
     late.body.insert(partials[2], add);
     verify_module(&Module { funcs: vec![late.clone()] }).unwrap();
     assert_eq!(window(&late), window(&g) + (1 << 20), "eager {} late {}", window(&g), window(&late));
+}
+
+#[test]
+fn stop_gradient_makes_a_value_constant() {
+    // loss = sum(x * stop_gradient(reduce_max(x))): the gradient is the
+    // broadcast max alone; nothing differentiates reduce_max.
+    let mut f = Func::new("sg", l());
+    let x = f.add_param("x", t(&[2, 3]), true);
+    let m = f.push(OpKind::ReduceMax, &[x], attrs([("dims", Attr::IntArray(vec![1])), (ATTR_STOP_GRADIENT, Attr::Unit)]), None, "m", l()).unwrap();
+    let b = f.push(OpKind::Broadcast, &[m], attrs([("dims", Attr::IntArray(vec![0]))]), Some(t(&[2, 3])), "b", l()).unwrap();
+    let p = f.push(OpKind::Mul, &[x, b], Attrs::new(), None, "p", l()).unwrap();
+    let loss = f.push(OpKind::ReduceSum, &[p], attrs([("dims", Attr::IntArray(vec![0, 1]))]), None, "loss", l()).unwrap();
+    f.push_return(&[loss], l());
+    let mut md = Module { funcs: vec![f] };
+    verify_module(&md).unwrap();
+    autodiff(&mut md, &AutodiffOptions::default()).unwrap();
+    verify_module(&md).unwrap();
+    let g = md.func("sg_grad").unwrap();
+    assert_eq!(count(g, OpKind::ReduceMax), 1, "only the forward's");
+    assert_eq!(count(g, OpKind::ReluGrad), 0, "reduce_max is not differentiated");
+    assert_eq!(count(g, OpKind::Add), 0, "one contribution to dx (from the mul)");
+}
+
+#[test]
+fn rebroadcast_makes_the_backward_keep_the_broadcast_operand() {
+    // loss = sum(x * broadcast(r)) with r [2] a parameter: the backward's
+    // dx = dy * b reads a fresh broadcast of r, not the forward's b.
+    let mut f = Func::new("rb", l());
+    let x = f.add_param("x", t(&[2, 3]), true);
+    let r = f.add_param("r", t(&[2]), true);
+    let e = f.push(OpKind::Exp, &[r], Attrs::new(), None, "e", l()).unwrap();
+    let b = f.push(OpKind::Broadcast, &[e], attrs([("dims", Attr::IntArray(vec![0]))]), Some(t(&[2, 3])), "b", l()).unwrap();
+    let p = f.push(OpKind::Mul, &[x, b], Attrs::new(), None, "p", l()).unwrap();
+    let loss = f.push(OpKind::ReduceSum, &[p], attrs([("dims", Attr::IntArray(vec![0, 1]))]), None, "loss", l()).unwrap();
+    f.push_return(&[loss], l());
+    let (plain, _, _) = differentiate(&f, &Wrt::All).unwrap();
+    let (g, _, _) = differentiate_with(&f, &Wrt::All, true).unwrap();
+    verify_module(&Module { funcs: vec![f.clone(), g.clone()] }).unwrap();
+    let seed = g.body.iter().position(|o| o.kind == OpKind::Fill).unwrap();
+    assert!(g.body[seed..].iter().all(|o| !o.operands.contains(&b)), "the backward never reads the forward broadcast");
+    assert!(g.body[seed..].iter().any(|o| o.kind == OpKind::Broadcast && o.operands == [e]));
+    assert_eq!(count(&g, OpKind::Broadcast), count(&plain, OpKind::Broadcast) + 1);
+    assert!(plain.body.iter().skip_while(|o| o.kind != OpKind::Fill).any(|o| o.operands.contains(&b)));
 }
