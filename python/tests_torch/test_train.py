@@ -64,7 +64,7 @@ def test_plan_is_ckopts():
     batch = mlp_batch(0, n=16)
     none = ct.compile(copy.deepcopy(model), batch, mode="none")
     sq = ct.compile(model, batch, mode="sqrt")
-    assert sq.plan == "autodiff{func=f},inplace,remat{mode=sqrt}"
+    assert sq.plan == "autodiff{func=f rebroadcast=true},inplace,remat{mode=sqrt}"
     rep = sq.memory_report()
     assert rep["function"] == "f_grad" and rep["recomputed_ops"] > 0 and rep["arena_bytes"] is not None
     assert rep["peak_bytes"] < none.memory_report()["peak_bytes"]

@@ -20,7 +20,6 @@ import contextlib
 import itertools
 
 import torch
-import torch.nn.functional as F
 import torch.utils._pytree as pytree
 
 import ckopt
@@ -59,9 +58,8 @@ class _Capture:
         except Exception as e:  # data-dependent control flow, unsupported Python, ...
             raise UnsupportedError("torch.export", None, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from e
         table = torch.export.default_decompositions()
-        if opts["executor"] == "aten":
-            # cross_entropy stays log_softmax + nll_loss: one ck.cross_entropy
-            table.pop(torch.ops.aten.nll_loss_forward.default, None)
+        # cross_entropy stays log_softmax + nll_loss: one ck.cross_entropy
+        table.pop(torch.ops.aten.nll_loss_forward.default, None)
         # captured whole (its decomposition tests float scores against -inf)
         table.pop(torch.ops.aten.scaled_dot_product_attention.default, None)
         ep = ep.run_decompositions(table)
@@ -81,8 +79,6 @@ class _Capture:
             break
         self.device = device or torch.device("cpu")
         cx = Cx(ep.graph_module, self.device)
-        # ckopt's cpu backend has no integer ops yet: one-hot matrices there.
-        cx.int_indices = self.opts["executor"] == "aten"
         self.cx = cx
         step_holder: dict = {}
 
@@ -270,7 +266,7 @@ class _Capture:
                 ropts.append(f"budget={_budget_text(o['budget'])}")
             if o["device_budget"] is not None:
                 ropts.append(f"device_budget={_budget_text(o['device_budget'])}")
-            pipe = f"autodiff{{func={_FUNC}}},inplace,remat{{{' '.join(ropts)}}}"
+            pipe = f"autodiff{{func={_FUNC} rebroadcast=true}},inplace,remat{{{' '.join(ropts)}}}"
         self.pipeline = pipe
         self.planned = self.ck.optimize(pipe)
         if _GRAD not in self.planned.functions:
@@ -400,7 +396,7 @@ class CompiledModule(torch.nn.Module):
         c = self._cap()
         if not c.trainable:
             raise ValueError("no memory curve: this mode has no training step (no scalar loss)")
-        return c.ck.optimize(f"autodiff{{func={_FUNC}}},inplace").memory_curve(_GRAD)
+        return c.ck.optimize(f"autodiff{{func={_FUNC} rebroadcast=true}},inplace").memory_curve(_GRAD)
 
     @property
     def plan(self) -> str:
@@ -497,13 +493,6 @@ def _host_feed(ha, henv, cap):
         return torch.full((lq, sk), float("-inf"), device=cap.device).triu(1)
     value = henv[ha.node]
     device = cap.device
-    if kind.startswith("where:"):
-        hx, hy = cap.cx.where_parts[(ha.node, kind)]
-        part = lambda v: 0.0 if v is None else henv[v.node].to(torch.float32) if isinstance(v, Host) else float(v)  # noqa: E731
-        px, py = part(hx), part(hy)
-        px = px if isinstance(px, torch.Tensor) else torch.tensor(px, dtype=torch.float32, device=device)
-        py = py if isinstance(py, torch.Tensor) else torch.tensor(py, dtype=torch.float32, device=device)
-        return torch.where(value.bool(), px, py).expand(ha.type.shape).contiguous()
     if kind == "int":
         return value.to(torch.int64).reshape(ha.type.shape)
     if kind.startswith("int_ignore:"):
@@ -515,19 +504,8 @@ def _host_feed(ha, henv, cap):
         return value.to(torch.float32).reshape(ha.type.shape)
     if kind == "additive":  # a boolean attention mask: 0 where attended, -inf elsewhere
         return torch.zeros(value.shape, device=device).masked_fill(~value.bool(), float("-inf"))
-    if kind == "mask":
-        return value.to(torch.float32)
-    if kind == "invmask":
-        return (~value.bool()).to(torch.float32)
-    if kind.startswith("onehot:"):
-        spec = kind.split(":", 1)[1]
-        if "@" in spec:
-            n, dim = (int(x) for x in spec.split("@"))
-            shape = list(value.shape)
-            shape[dim] = n
-            return torch.zeros(shape, dtype=torch.float32, device=device).scatter_(dim, value.to(torch.int64), 1.0)
-        n = int(spec)
-        return F.one_hot(value.reshape(-1).to(torch.int64), n).to(torch.float32)
+    if kind == "bool":
+        return value.to(torch.bool).reshape(ha.type.shape)
     raise AssertionError(kind)
 
 

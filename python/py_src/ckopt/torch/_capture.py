@@ -10,9 +10,8 @@ arithmetic, masks built with arange/full/comparisons, label bookkeeping of
 cross_entropy) are *host values*: torch computes them at each call, before
 the planned step runs, and an op that reads one receives it as an extra
 argument of the ck function (indices and labels as i64 for ck.gather,
-ck.take_along and ck.cross_entropy, or, for executor="ckopt", whose backend
-has no integer ops yet, a one-hot float matrix; a 0/1 float mask for a
-condition; an additive 0/-inf mask for attention). Everything the gradient
+ck.take_along and ck.cross_entropy; an i1 tensor for a condition; an
+additive 0/-inf mask for attention). Everything the gradient
 flows through is ck.
 """
 
@@ -100,9 +99,8 @@ class HostArg:
     """An extra ck argument fed from a host value (`_host_feed` in
     __init__.py computes it at each call): `kind` is "float" (the value as
     float32), "int" (as int64), "int_ignore:I"/"keep:I" (labels with
-    ignore_index I replaced by 0 / the 0-1 mask of the others), "onehot:N"
-    (one-hot of an index tensor, N classes), "mask"/"invmask"/"where:..."
-    (a condition's masks and selected host branches), "additive"/"causal:L:S"
+    ignore_index I replaced by 0 / the 0-1 mask of the others), "bool" (a
+    `where` condition as i1), "additive"/"causal:L:S"
     (attention masks, 0 where attended, -inf elsewhere)."""
 
     name: str
@@ -170,12 +168,9 @@ class Cx:
         self.host_args: list[HostArg] = []
         self._host_arg_of: dict[tuple, HostArg] = {}
         self.dropouts = 0
-        self.where_parts: dict = {}
         self.device = example_device
-        # Integer indices and labels go into ck as i64 arguments (ck.gather,
-        # ck.take_along); False: as one-hot float matrices (for a backend
-        # without integer ops).
-        self.int_indices = True
+        # transposes of the last two dims: result name -> operand (_matmul)
+        self.swapped: dict[str, Val] = {}
 
     # -- errors
     def unsupported(self, why: str, op: str | None = None):
@@ -193,7 +188,8 @@ class Cx:
         key = (h.node, kind)
         if key not in self._host_arg_of:
             name = self.b.fresh("host_" + h.node.name + ("" if kind == "float" else "_" + kind.split(":")[0]))
-            ha = HostArg(name, h.node, kind, self.t(shape, "i64" if kind.startswith("int") else "f32"))
+            dt = "i64" if kind.startswith("int") else "i1" if kind == "bool" else "f32"
+            ha = HostArg(name, h.node, kind, self.t(shape, dt))
             self.host_args.append(ha)
             self._host_arg_of[key] = ha
             self.b.types[name] = ha.type
@@ -455,7 +451,10 @@ def _permute(cx, a, k):
     perm = [p % r for p in a[1]]
     if perm == list(range(r)):
         return x
-    return cx.b.op("transpose", [x], cx.t([x.shape[p] for p in perm], x.type.dtype), f"perm = {ints(perm)}")
+    y = cx.b.op("transpose", [x], cx.t([x.shape[p] for p in perm], x.type.dtype), f"perm = {ints(perm)}")
+    if r >= 2 and perm == list(range(r - 2)) + [r - 1, r - 2]:
+        cx.swapped[y.name] = x
+    return y
 
 
 @entry(aten.view.default, aten.unsqueeze.default, aten.squeeze.dims)
@@ -529,8 +528,21 @@ def _cat(cx, a, k):
 
 @entry(aten.mm.default, aten.bmm.default)
 def _mm(cx, a, k):
-    x, w = cx.val(a[0]), cx.val(a[1])
-    return cx.b.op("matmul", [x, w], cx.t(cx.out_shape()))
+    return _matmul(cx, cx.val(a[0]), cx.val(a[1]), cx.out_shape())
+
+
+def _matmul(cx, x, w, shape) -> Val:
+    """x @ w; an operand that is a transpose of the last two dims (a
+    Linear's weight.t()) is read untransposed with matmul's transpose flag,
+    so no transposed copy is made or kept for the backward."""
+    flags = []
+    if x.name in cx.swapped:
+        x = cx.swapped[x.name]
+        flags.append("transpose_a = true")
+    if w.name in cx.swapped:
+        w = cx.swapped[w.name]
+        flags.append("transpose_b = true")
+    return cx.b.op("matmul", [x, w], cx.t(shape), ", ".join(flags))
 
 
 @entry(aten.addmm.default)
@@ -538,7 +550,7 @@ def _addmm(cx, a, k):
     bias, x, w = a[0], cx.val(a[1]), cx.val(a[2])
     beta, alpha = k.get("beta", 1), k.get("alpha", 1)
     shape = cx.out_shape()
-    mm = cx.scale(cx.b.op("matmul", [x, w], cx.t(shape)), alpha)
+    mm = cx.scale(_matmul(cx, x, w, shape), alpha)
     if beta == 0:
         return mm
     bv = cx.bcast(cx.val(bias, shape), shape)
@@ -685,21 +697,28 @@ def _layer_norm(cx, a, k):
     return (y, cx.reshape(mean, keep), cx.reshape(rstd, keep))
 
 
-def _softmax_parts(cx, x, dim):
+def _log_softmax_of(cx, x, dim) -> Val:
+    """x - max - log(sum(exp(x - max))) over `dim`. The max is marked
+    `ck.stop_gradient`: the result does not depend on the shift, so nothing
+    differentiates `reduce_max` (which would keep x for the backward)."""
     dim = dim % len(x.shape)
-    mx = cx.reduce_max(x, [dim])
+    out = tuple(s for i, s in enumerate(x.shape) if i != dim)
+    mx = cx.b.op("reduce_max", [x], cx.t(out), f"dims = [{dim}], ck.stop_gradient")
     back = lambda v: cx.b.op("broadcast", [v], x.type, f"dims = {ints([i for i in range(len(x.shape)) if i != dim])}")  # noqa: E731
     z = cx.b.op("sub", [x, back(mx)], x.type)
-    e = cx.unary("exp", z)
-    s = cx.reduce_sum(e, [dim])
-    return z, e, s, back
+    s = cx.reduce_sum(cx.unary("exp", z), [dim])
+    return cx.b.op("sub", [z, back(cx.unary("log", s))], x.type)
+
+
+def _softmax_of(cx, x, dim) -> Val:
+    """exp(log_softmax(x)): the backward keeps exp(x - max) (for the sum's
+    gradient), the row sums and the result, not a broadcast of the sums."""
+    return cx.unary("exp", _log_softmax_of(cx, x, dim))
 
 
 @entry(aten._softmax.default)
 def _softmax(cx, a, k):
-    x = cx.val(a[0])
-    z, e, s, back = _softmax_parts(cx, x, a[1])
-    return cx.b.op("div", [e, back(s)], x.type)
+    return _softmax_of(cx, cx.val(a[0]), a[1])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -713,7 +732,7 @@ class LogProbs:
 
 def _fused_cross_entropy(cx, x, dim) -> bool:
     n = cx.node
-    return (cx.int_indices and len(x.shape) == 2 and dim % 2 == 1 and bool(n.users)
+    return (len(x.shape) == 2 and dim % 2 == 1 and bool(n.users)
             and all(u.target is aten.nll_loss_forward.default and u.args[0] is n and u.args[2] is None
                     and u.args[3] == 1 for u in n.users))
 
@@ -723,8 +742,7 @@ def _log_softmax(cx, a, k):
     x = cx.val(a[0])
     if _fused_cross_entropy(cx, x, a[1]):
         return LogProbs(x)
-    z, e, s, back = _softmax_parts(cx, x, a[1])
-    return cx.b.op("sub", [z, back(cx.unary("log", s))], x.type)
+    return _log_softmax_of(cx, x, a[1])
 
 
 @entry(aten.scaled_dot_product_attention.default)
@@ -765,8 +783,7 @@ def _sdpa(cx, a, k):
         raise cx.unsupported(f"attn_mask {mask!r}")
     if add is not None:
         scores = cx.b.op("add", [scores, cx.bcast(add, st.shape)], st)
-    z, ex, sm, back = _softmax_parts(cx, scores, -1)
-    w = cx.b.op("div", [ex, back(sm)], st)
+    w = _softmax_of(cx, scores, -1)
     return cx.b.op("matmul", [w, v], cx.t(cx.out_shape()))
 
 
@@ -778,10 +795,13 @@ def _gelu(cx, a, k):
         x3 = cx.b.op("mul", [cx.b.op("mul", [x, x], x.type), x], x.type)
         inner = cx.scale(cx.b.op("add", [x, cx.scale(x3, 0.044715)], x.type), math.sqrt(2.0 / math.pi))
         t = cx.unary("tanh", inner)
-    else:
-        t = cx.unary("erf", cx.scale(x, 1.0 / math.sqrt(2.0)))
-    one = cx.binary("add", t, 1.0, x.shape)
-    return cx.scale(cx.b.op("mul", [x, one], x.type), 0.5)
+        one = cx.binary("add", t, 1.0, x.shape)
+        return cx.scale(cx.b.op("mul", [x, one], x.type), 0.5)
+    # 0.5 x (1 + erf(x / sqrt 2)) = (s + s erf(s)) / sqrt 2 with s = x / sqrt 2:
+    # the backward keeps s and erf(s), not x as well
+    sx = cx.scale(x, 1.0 / math.sqrt(2.0))
+    one = cx.binary("add", cx.unary("erf", sx), 1.0, x.shape)
+    return cx.scale(cx.b.op("mul", [sx, one], x.type), 1.0 / math.sqrt(2.0))
 
 
 @entry(aten.native_dropout.default)
@@ -802,16 +822,8 @@ def _embedding(cx, a, k):
     w, idx = cx.val(a[0]), a[1]
     if not isinstance(idx, Host):
         raise cx.unsupported("embedding indices computed from float values")
-    v, d = w.shape
-    if cx.int_indices:
-        ids = cx.host_arg(idx, "int", idx.shape)
-        return cx.b.op("gather", [w, ids], cx.t(cx.out_shape()), "axis = 0 : i64")
-    n = 1
-    for s in idx.shape:
-        n *= s
-    oh = cx.host_arg(idx, f"onehot:{v}", (n, v))
-    y = cx.b.op("matmul", [oh, w], cx.t((n, d)))
-    return cx.reshape(y, cx.out_shape())
+    ids = cx.host_arg(idx, "int", idx.shape)
+    return cx.b.op("gather", [w, ids], cx.t(cx.out_shape()), "axis = 0 : i64")
 
 
 @entry(aten.gather.default)
@@ -820,16 +832,8 @@ def _gather(cx, a, k):
     if not isinstance(idx, Host):
         raise cx.unsupported("gather with indices computed from float values")
     dim = dim % len(x.shape)
-    if cx.int_indices:
-        ids = cx.host_arg(idx, "int", idx.shape)
-        return cx.b.op("take_along", [x, ids], cx.t(cx.out_shape()), f"axis = {dim} : i64")
-    if idx.shape[dim] != 1 or tuple(s for i, s in enumerate(idx.shape) if i != dim) != tuple(
-        s for i, s in enumerate(x.shape) if i != dim
-    ):
-        raise cx.unsupported("gather other than picking one element per row (as cross_entropy does) on executor='ckopt'")
-    oh = cx.host_arg(idx, f"onehot:{x.shape[dim]}@{dim}", x.shape)
-    picked = cx.b.op("mul", [x, oh], x.type)
-    return cx.reshape(cx.reduce_sum(picked, [dim]), cx.out_shape())
+    ids = cx.host_arg(idx, "int", idx.shape)
+    return cx.b.op("take_along", [x, ids], cx.t(cx.out_shape()), f"axis = {dim} : i64")
 
 
 @entry(aten.nll_loss_forward.default)
@@ -866,33 +870,18 @@ def _where(cx, a, k):
     if not isinstance(c, Host):
         raise cx.unsupported("where with a condition computed from float values")
     shape = cx.out_shape()
-    # Branches that are ck values are masked (x * m, y * (1 - m)); the host
-    # branches (numbers, host tensors) are selected by torch into one host
-    # tensor added to them, so a -inf fill never meets a 0 mask.
-    out = None
-    for val, kind in ((x, "mask"), (y, "invmask")):
-        if isinstance(val, Val):
-            term = cx.b.op("mul", [cx.bcast(val, shape), cx.bcast(cx.host_arg(c, kind, c.shape), shape)], cx.t(shape))
-            out = term if out is None else cx.b.op("add", [out, term], term.type)
-    hx = None if isinstance(x, Val) else x
-    hy = None if isinstance(y, Val) else y
-    if not (hx in (None, 0, 0.0) and hy in (None, 0, 0.0)) or out is None:
-        key = f"where:{_host_key(hx)}:{_host_key(hy)}"
-        cx.where_parts[(c.node, key)] = (hx, hy)
-        # the host tensor at the host parts' own broadcast shape (a causal
-        # mask [1, 1, T, T], not the scores' [B, H, T, T]), broadcast in ck
-        hshape = tuple(torch.broadcast_shapes(c.shape, *[h.shape for h in (hx, hy) if isinstance(h, Host)]))
-        term = cx.bcast(cx.host_arg(c, key, hshape), shape)
-        out = term if out is None else cx.b.op("add", [out, term], term.type)
-    return out
+    # ck.select of the host condition (an i1 argument at its own shape,
+    # broadcast in ck); host branches become float arguments, numbers fills.
+    cond = cx.bcast(cx.host_arg(c, "bool", c.shape), shape)
 
+    def branch(v):
+        if isinstance(v, Val):
+            return cx.bcast(v, shape)
+        if isinstance(v, Host):
+            return cx.bcast(cx.host_arg(v, "float", v.shape), shape)
+        return cx.bcast(cx.fill(float(v), ()), shape)
 
-def _host_key(v):
-    if v is None:
-        return "0"
-    if isinstance(v, Host):
-        return "h" + v.node.name
-    return repr(float(v))
+    return cx.b.op("select", [cond, branch(x), branch(y)], cx.t(shape))
 
 
 @entry(aten.full_like.default)

@@ -129,8 +129,11 @@ def _expr(op: dict, a: list[str], types: dict, out: str | None) -> str:
         return f"torch.fmax({a[0]}, {a[1]}{o})"
     if k == "scale":
         return f"torch.mul({a[0]}, {float(at['value'])!r}{o})"
-    if k == "fill":
-        return f"torch.full({shape!r}, {float(at['value'])!r}, dtype={_DT[op['dtype']]}, device=_dev)"
+    if k == "fill":  # a scalar expanded (a view: no bytes); never written in place
+        full = f"torch.full((), {float(at['value'])!r}, dtype={_DT[op['dtype']]}, device=_dev)"
+        return full if not shape else f"{full}.expand({shape!r})"
+    if k == "select":
+        return f"torch.where({a[0]}, {a[1]}, {a[2]})"
     if k == "relu_grad":
         return f"torch.ops.aten.threshold_backward({a[1]}, {a[0]}, 0)"
     if k == "broadcast":
@@ -237,6 +240,7 @@ def gen_schedule(name: str, fn: Fn, from_list: bool = False) -> str:
     else:
         lines = [f"def {name}({', '.join(py(a) for a in args)}):"]
     dead: set[int] = set()
+    expanded: set[int] = set()  # fills: views of one scalar
     for i, op in enumerate(body):
         ops = op["operands"]
         a = [py(o) for o in ops]
@@ -247,9 +251,11 @@ def gen_schedule(name: str, fn: Fn, from_list: bool = False) -> str:
             g = group.get(src, src)
             live_alias = [m for m in members.get(g, [src]) if m != src and m not in dead and last.get(m, -1) > i]
             if (src == g and g not in args and src not in keep and last.get(src, -1) == i
-                    and not live_alias and types[src] == types[r]):
+                    and not live_alias and types[src] == types[r] and src not in expanded):
                 out = py(src)
         lines.append(f"    {py(r)} = {_expr(op, a, types, out)}")
+        if op["kind"] == "fill" and types[r][0]:
+            expanded.add(r)
         if op["kind"] in _VIEW_OPS:
             g = group.get(ops[0], ops[0])
             group[r] = g
@@ -264,7 +270,8 @@ def gen_schedule(name: str, fn: Fn, from_list: bool = False) -> str:
             dead.add(fv)
         if frees:
             lines.append("    del " + ", ".join(py(x) for x in dict.fromkeys(frees)))
-    lines.append(f"    return ({', '.join(py(r) for r in results)},)")
+    ret = [py(r) + (".contiguous()" if r in expanded else "") for r in results]
+    lines.append(f"    return ({', '.join(ret)},)")
     return "\n".join(lines)
 
 
