@@ -173,13 +173,41 @@ struct Candidate {
     label: String,
     /// device_bytes, measured only when a device budget is given.
     device: Option<u64>,
+    /// `em` was freed by [`prune`]: the plan can never be chosen.
+    pruned: bool,
+}
+
+/// Frees the rewritten functions of the candidates [`pick`] can never
+/// choose, whatever is measured later: B is dominated by A when A's peak
+/// and recompute are no larger and A sorts first by (recompute, peak,
+/// index). Then A fits every limit B fits, stays near the lowest peak
+/// whenever B does, and wins against B. Only the statistics of a dominated
+/// plan are kept (the error of an infeasible limit reads only those), so at
+/// most the plans on the front hold a copy of the function. Not with a
+/// device budget, which memplan measures on each plan's function.
+fn prune(cands: &mut [Candidate], opts: &RematOptions) {
+    if opts.device_budget.is_some() {
+        return;
+    }
+    let key = |i: usize, c: &Candidate| (c.rflops, c.peak, i);
+    for j in 0..cands.len() {
+        if cands[j].em.is_none() {
+            continue;
+        }
+        let b = &cands[j];
+        let dominated = cands.iter().enumerate().any(|(i, a)| i != j && a.peak <= b.peak && a.rflops <= b.rflops && key(i, a) < key(j, b));
+        if dominated {
+            cands[j].em = None;
+            cands[j].pruned = true;
+        }
+    }
 }
 
 fn eval(f: &Func, ch: &Chain, strat: &Strategy, label: String) -> Candidate {
     let em = apply(f, ch, strat);
     let peak = em.temp_peak();
     let rflops = em.recompute_flops();
-    Candidate { em: Some(em), peak, rflops, label, device: None }
+    Candidate { em: Some(em), peak, rflops, label, device: None, pruned: false }
 }
 
 /// device_bytes of `f` (docs/memory.md): its arguments plus the arena memplan
@@ -281,6 +309,7 @@ fn mode_candidates(f: &Func, ch: &Chain, opts: &RematOptions, temp_budget: Optio
                         continue;
                     }
                     out.push(eval(f, ch, &Strategy::Chain(Plan::segments(&cuts)), format!("greedy(B={})", mib(b))));
+                    prune(out, opts);
                     seen.push(cuts);
                 }
 
@@ -401,12 +430,14 @@ fn plan_func(f: &mut Func, opts: &RematOptions, fused: bool) -> Result<Option<Re
         all_candidates(f, &ch, &o, temp_budget, &mut cands);
     }
     let milp_report = graph_candidates(f, &ch, opts, limits.any(), temp_budget, &mut cands);
+    prune(&mut cands, opts);
     if opts.device_budget.is_some() {
         measure_device(f, fused, &mut cands, opts.align)?;
         reaim_optimal(f, &ch, opts, &limits, temp_budget, &mut cands)?;
     }
     if limits.any() && !cands.iter().any(|c| limits.fits(c)) {
         smallest_candidates(f, &ch, opts, &mut cands);
+        prune(&mut cands, opts);
         if opts.device_budget.is_some() {
             measure_device(f, fused, &mut cands, opts.align)?;
         }
@@ -500,7 +531,7 @@ fn no_remat(f: &Func, ch: &Chain, before: u64) -> Candidate {
     if has_mirror {
         eval(f, ch, &Strategy::Chain(Plan::Store), "none".into())
     } else {
-        Candidate { em: None, peak: before, rflops: 0, label: "none".into(), device: None }
+        Candidate { em: None, peak: before, rflops: 0, label: "none".into(), device: None, pruned: false }
     }
 }
 
@@ -529,17 +560,21 @@ fn aim_temp_budget(f: &Func, fused: bool, opts: &RematOptions, before: u64, cand
 /// when that differs from the given one.
 fn all_candidates(f: &Func, ch: &Chain, opts: &RematOptions, temp_budget: Option<u64>, cands: &mut Vec<Candidate>) {
     mode_candidates(f, ch, opts, temp_budget, &[], cands);
+    prune(cands, opts);
     let plain = if opts.mode == Mode::Greedy && opts.search { greedy_thresholds(ch) } else { Vec::new() };
     let mut fine = chain::build_chain_with(f, chain::CutRule::AllFree);
     fine.fused = ch.fused;
     if fine.len() > ch.len() {
         labelled_candidates(f, &fine, opts, temp_budget, &plain, "fine", cands);
+        prune(cands, opts);
     }
+    drop(fine);
     if let Some(g) = chain::wavefront(f) {
         let mut wch = build_chain(&g);
         wch.fused = ch.fused;
         if wch.has_backward && !wch.is_empty() {
             labelled_candidates(&g, &wch, opts, temp_budget, &plain, "wavefront", cands);
+            prune(cands, opts);
         }
     }
 }
@@ -572,6 +607,7 @@ fn reaim_optimal(f: &Func, ch: &Chain, opts: &RematOptions, limits: &Limits, mut
 
 /// Applies the chosen candidate to `f` and reports it.
 fn adopt(f: &mut Func, c: Candidate, stages: usize, before: u64, tried: usize) -> RematOutcome {
+    assert!(!c.pruned, "remat chose a plan prune() had ruled out");
     let mut out = RematOutcome {
         stages,
         temp_peak_before: before,
