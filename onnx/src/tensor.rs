@@ -352,6 +352,21 @@ mod tests {
         assert_eq!(from_proto(&ok, &DataDir(None), "w"), Ok(CTensor::f32(vec![2], vec![1.0, 2.0])));
     }
 
+    /// float16/bfloat16 in int32_data (onnx.helper.make_tensor with
+    /// raw=False: one 16-bit pattern per int32, as onnx 1.23 writes for
+    /// [1.0, 2.5, -3.0]) read the same as the same bits in raw_data.
+    #[test]
+    fn half_types_in_int32_data_match_raw_data() {
+        for (dt, bits) in [(dtype::BFLOAT16, [16256, 16416, 49216]), (dtype::FLOAT16, [15360, 16640, 49664])] {
+            let typed = TensorProto { dims: vec![3], data_type: Some(dt), int32_data: bits.to_vec(), ..Default::default() };
+            let raw: Vec<u8> = bits.iter().flat_map(|&b| (b as u16).to_le_bytes()).collect();
+            let raw = TensorProto { dims: vec![3], data_type: Some(dt), raw_data: Some(raw), ..Default::default() };
+            let want = Ok(CTensor::f32(vec![3], vec![1.0, 2.5, -3.0]));
+            assert_eq!(from_proto(&typed, &DataDir(None), "w"), want, "{}", dtype::name(dt));
+            assert_eq!(from_proto(&raw, &DataDir(None), "w"), want, "{}", dtype::name(dt));
+        }
+    }
+
     #[test]
     fn strings_and_escaping_external_paths_are_rejected() {
         let s = TensorProto { dims: vec![1], data_type: Some(dtype::STRING), ..Default::default() };

@@ -145,7 +145,7 @@ pub fn prepare(module: &mut Module, name: &str, rule: &StepRule) -> Result<StepS
     let mut built_step = false;
     if module.func(&sname).is_none() {
         if module.func(&gname).is_none() {
-            let ad = AutodiffOptions { wrt: Wrt::All, func: Some(fname.clone()), rebroadcast: false };
+            let ad = AutodiffOptions { wrt: Wrt::All, func: Some(fname.clone()), ..Default::default() };
             autodiff(module, &ad).map_err(|ds| ds.0.into_iter().next().unwrap_or_else(|| located(None, "autodiff failed".into())))?;
             built_grad = true;
         }

@@ -372,7 +372,7 @@ fn fd_wrt_a_non_param_input() {
     f.push_return(&[loss], l());
     let m = Module { funcs: vec![f] };
     let inputs = vec![rng.uniform(&[2, 3], -1.0, 1.0), rng.uniform(&[3, 3], -1.0, 1.0)];
-    check_with(m, &inputs, &AutodiffOptions { wrt: Wrt::Indices(vec![0, 1]), func: None }, usize::MAX);
+    check_with(m, &inputs, &AutodiffOptions { wrt: Wrt::Indices(vec![0, 1]), func: None, ..Default::default() }, usize::MAX);
 }
 
 // ---- issue 19: integer indices, masks, casts, cross_entropy ----

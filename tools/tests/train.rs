@@ -19,7 +19,7 @@ use ckopt_tools::train::train;
 /// The prediction of `@name` under the parameters in `args` (MSE models only).
 fn teacher_prediction(m: &Module, name: &str, args: &[Tensor]) -> Tensor {
     let mut mm = m.clone();
-    autodiff(&mut mm, &AutodiffOptions { wrt: Wrt::Indices(vec![1]), func: Some(name.into()) }).expect("autodiff wrt target");
+    autodiff(&mut mm, &AutodiffOptions { wrt: Wrt::Indices(vec![1]), func: Some(name.into()), ..Default::default() }).expect("autodiff wrt target");
     let mut a = args.to_vec();
     for v in &mut a[1].data {
         *v = 0.0;
@@ -94,7 +94,7 @@ fn an_existing_grad_function_is_used_and_a_wrong_one_rejected() {
     assert_eq!(r.grad_func, "mlp_grad");
     // A gradient function w.r.t. the wrong arguments is refused with a message naming it.
     let mut bad = generate(ModelKind::Mlp, &o).expect("generate");
-    autodiff(&mut bad, &AutodiffOptions { wrt: Wrt::Indices(vec![0]), func: None }).expect("autodiff");
+    autodiff(&mut bad, &AutodiffOptions { wrt: Wrt::Indices(vec![0]), func: None, ..Default::default() }).expect("autodiff");
     let e = train(&bad, "mlp", inputs, 2, 0.1, |_, _, _| {}).unwrap_err();
     assert!(e.message.contains("@mlp_grad does not return (loss, gradient of each {ck.param} argument"), "{e}");
 }

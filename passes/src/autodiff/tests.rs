@@ -77,7 +77,7 @@ fn backward_order_is_reverse_of_forward() {
 #[test]
 fn wrt_indices_select_arguments_in_argument_order() {
     let mut m = mlp();
-    let opts = AutodiffOptions { wrt: Wrt::Indices(vec![2, 0]), func: Some("mlp".into()), rebroadcast: false };
+    let opts = AutodiffOptions { wrt: Wrt::Indices(vec![2, 0]), func: Some("mlp".into()), ..Default::default() };
     autodiff(&mut m, &opts).unwrap();
     verify_module(&m).unwrap();
     let g = m.func("mlp_grad").unwrap();
@@ -150,9 +150,9 @@ fn slices_tiling_one_dim_are_joined_by_one_concat() {
 #[test]
 fn errors_name_the_function() {
     let mut m = mlp();
-    let e = autodiff(&mut m, &AutodiffOptions { wrt: Wrt::All, func: Some("nope".into()), rebroadcast: false }).unwrap_err();
+    let e = autodiff(&mut m, &AutodiffOptions { wrt: Wrt::All, func: Some("nope".into()), ..Default::default() }).unwrap_err();
     assert!(e.0[0].message.contains("no function @nope"), "{e}");
-    let e = autodiff(&mut m, &AutodiffOptions { wrt: Wrt::Indices(vec![7]), func: None, rebroadcast: false }).unwrap_err();
+    let e = autodiff(&mut m, &AutodiffOptions { wrt: Wrt::Indices(vec![7]), func: None, ..Default::default() }).unwrap_err();
     assert!(e.0[0].message.contains("wrt index 7 is out of range: @mlp has 4 arguments"), "{e}");
     assert_eq!(m.funcs.len(), 1, "a failed pass adds nothing");
     // Non-scalar first result.
@@ -161,7 +161,7 @@ fn errors_name_the_function() {
     let y = f.push(OpKind::Relu, &[x], Attrs::new(), None, "y", l()).unwrap();
     f.push_return(&[y], l());
     let mut m2 = Module { funcs: vec![f] };
-    let e = autodiff(&mut m2, &AutodiffOptions { wrt: Wrt::All, func: Some("vec".into()), rebroadcast: false }).unwrap_err();
+    let e = autodiff(&mut m2, &AutodiffOptions { wrt: Wrt::All, func: Some("vec".into()), ..Default::default() }).unwrap_err();
     assert!(e.0[0].message.contains("@vec does not return a scalar loss"), "{e}");
     // Without func=, non-scalar functions are skipped.
     autodiff(&mut m2, &AutodiffOptions::default()).unwrap();
@@ -170,7 +170,7 @@ fn errors_name_the_function() {
     autodiff(&mut m, &AutodiffOptions::default()).unwrap();
     autodiff(&mut m, &AutodiffOptions::default()).unwrap();
     assert_eq!(m.funcs.len(), 2);
-    let e = autodiff(&mut m, &AutodiffOptions { wrt: Wrt::All, func: Some("mlp".into()), rebroadcast: false }).unwrap_err();
+    let e = autodiff(&mut m, &AutodiffOptions { wrt: Wrt::All, func: Some("mlp".into()), ..Default::default() }).unwrap_err();
     assert!(e.0[0].message.contains("@mlp_grad already exists"), "{e}");
 }
 
