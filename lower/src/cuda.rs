@@ -90,16 +90,6 @@ fn launch(entry: String, grid: u32, block: u32) -> Launch {
     Launch { entry, grid: [grid, 1, 1], block: [block, 1, 1] }
 }
 
-/// `scf.if cond { then }` without results.
-fn if_then(em: &mut Em, cond: &str, then: &mut dyn FnMut(&mut Em) -> Result<(), Diag>) -> Result<(), Diag> {
-    em.line(&format!("scf.if {cond} {{"));
-    em.indent += 1;
-    then(em)?;
-    em.indent -= 1;
-    em.line("}");
-    Ok(())
-}
-
 /// `scf.if cond -> f32 { then } else { els }`.
 fn if_f32(
     em: &mut Em,
@@ -394,7 +384,7 @@ fn tree(em: &mut Em, id: &Ids, b: u32, comb: &str, ity: &str) -> Result<(), Diag
         let sc = c_int(em, s as u64, ity);
         let cond = em.op(&format!("arith.cmpi ult, {}, {sc} : {ity}", id.tid));
         let tidx = id.tid_index.clone();
-        if_then(em, &cond, &mut |em| {
+        em.if_then(&cond, &mut |em| {
             let si = em.op(&format!("arith.constant {s} : index"));
             let other = em.op(&format!("arith.addi {tidx}, {si} : index"));
             let a = em.op(&format!("memref.load %sh[{tidx}] : {sh}"));
@@ -478,7 +468,7 @@ fn row_reduce(i: usize, k: &Kernel, reduce: usize) -> Result<KernelCode, Diag> {
         tree(em, &id, b, rd.comb, ity)?;
         let z = c_int(em, 0, ity);
         let first = em.op(&format!("arith.cmpi eq, {}, {z} : {ity}", id.tid));
-        if_then(em, &first, &mut |em| {
+        em.if_then(&first, &mut |em| {
             let c0 = em.op("arith.constant 0 : index");
             let total = em.op(&format!("memref.load %sh[{c0}] : {sh}"));
             if g == 1 {
@@ -526,7 +516,7 @@ fn row_reduce(i: usize, k: &Kernel, reduce: usize) -> Result<KernelCode, Diag> {
             tree(em, &id, b2, rd.comb, ity)?;
             let z = c_int(em, 0, ity);
             let first = em.op(&format!("arith.cmpi eq, {}, {z} : {ity}", id.tid));
-            if_then(em, &first, &mut |em| {
+            em.if_then(&first, &mut |em| {
                 let c0 = em.op("arith.constant 0 : index");
                 let total = em.op(&format!("memref.load %sh[{c0}] : {sh2}"));
                 epilogue(em, &rd, &p, &p.ins, ity, row, &total)
@@ -992,7 +982,7 @@ fn gemm_text(dt: DType) -> String {
         let c2 = em.op(&format!("arith.cmpi ult, {col}, %N : index"));
         let inside = em.op(&format!("arith.andi {c1}, {c2} : i1"));
         let (acc0, hb) = (acc[0].clone(), has_beta.clone());
-        if_then(em, &inside, &mut |em| {
+        em.if_then(&inside, &mut |em| {
             let i = em.op(&format!("arith.muli {row}, %N : index"));
             let i = em.op(&format!("arith.addi {i}, {col} : index"));
             let at = em.op(&format!("arith.addi {coff}, {i} : index"));

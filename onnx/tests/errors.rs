@@ -156,3 +156,18 @@ fn loss_options_check_the_outputs() {
     let text = import(&m3, &ImportOptions { loss: ckopt_onnx::Loss::CrossEntropyIndex, ..Default::default() }).unwrap();
     assert!(text.contains("%labels: tensor<2x3xi64>") && text.contains("ck.cross_entropy") && text.contains("-> tensor<f32>"), "{text}");
 }
+
+/// Pow with a constant integer exponent becomes products by squaring (x^3:
+/// two muls, x^5: three); other exponents are located errors.
+#[test]
+fn pow_takes_small_integer_exponents() {
+    let e = |v: f32| TensorProto { name: Some("e".into()), data_type: Some(1), float_data: vec![v], ..Default::default() };
+    let pow = |v: f32| import(&model(vec![node("Pow", "p", &["x", "e"])], vi("x", &[Some(2)], 1), vec![e(v)]), &ImportOptions::default());
+    for (v, muls) in [(1.0, 0), (2.0, 1), (3.0, 2), (4.0, 2), (5.0, 3), (16.0, 4)] {
+        let ok = pow(v).unwrap();
+        assert_eq!(ok.matches("\"ck.mul\"").count(), muls, "x^{v}: {ok}");
+    }
+    assert!(pow(0.5).unwrap().contains("ck.sqrt"));
+    let bad = pow(2.5).unwrap_err();
+    assert!(bad.contains("node 'p' (Pow, opset 17)") && bad.contains("Pow with exponent 2.5 is not supported"), "{bad}");
+}

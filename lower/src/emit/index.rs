@@ -51,13 +51,7 @@ fn index_i64(em: &mut Em, m: &Mem, at: &str) -> String {
 
 /// `v` (i64) as an `index` when `0 <= v < n`, else 0.
 fn clamp_index(em: &mut Em, v: &str, n: u64) -> String {
-    let z = em.op("arith.constant 0 : i64");
-    let hi = em.op(&format!("arith.constant {n} : i64"));
-    let a = em.op(&format!("arith.cmpi sge, {v}, {z} : i64"));
-    let b = em.op(&format!("arith.cmpi slt, {v}, {hi} : i64"));
-    let ok = em.op(&format!("arith.andi {a}, {b} : i1"));
-    let c = em.op(&format!("arith.select {ok}, {v}, {z} : i64"));
-    em.op(&format!("arith.index_cast {c} : i64 to index"))
+    checked_index(em, v, n).0
 }
 
 /// An `index` value as i64.
@@ -226,16 +220,6 @@ pub fn row_op(f: &Func, op: &Op) -> bool {
     ckopt_kernels::kernel::row_extent(f, op).is_some()
 }
 
-/// Emits `scf.if cond { then }` (no results).
-fn if_then(em: &mut Em, cond: &str, then: &mut dyn FnMut(&mut Em) -> Result<(), Diag>) -> Result<(), Diag> {
-    em.line(&format!("scf.if {cond} {{"));
-    em.indent += 1;
-    then(em)?;
-    em.indent -= 1;
-    em.line("}");
-    Ok(())
-}
-
 /// `dst[d + q] = dst[d + q] + src[s + q]` for `q` in `[0, n)` (f32 memrefs),
 /// `w` lanes at a time, then a scalar tail.
 fn add_run(em: &mut Em, dst: &Mem, d: &str, src: &Mem, s: &str, n: u64, w: usize) -> Result<(), Diag> {
@@ -311,7 +295,7 @@ fn gather_grad_rows(em: &mut Em, f: &Func, op: &Op, ins: &[Mem], out: &Mem, lo: 
             let lt = em.op(&format!("arith.cmpi ult, {r}, {hi} : index"));
             let inr = em.op(&format!("arith.andi {ge}, {lt} : i1"));
             let hit = em.op(&format!("arith.andi {inr}, {ok} : i1"));
-            if_then(em, &hit, &mut |em| {
+            em.if_then(&hit, &mut |em| {
                 let d = em.imul_c(&r, inner);
                 let row = em.iadd(&pk, j);
                 let s = em.imul_c(&row, inner);
@@ -356,7 +340,7 @@ fn take_along_grad_rows(em: &mut Em, f: &Func, op: &Op, ins: &[Mem], out: &Mem, 
             let at = em.iadd(&bi, &o);
             let v = index_i64(em, idx, &at);
             let (i, ok) = checked_index(em, &v, n);
-            if_then(em, &ok, &mut |em| {
+            em.if_then(&ok, &mut |em| {
                 let o = em.imul_c(&i, inner);
                 let d = em.iadd(&bx, &o);
                 let old = em.load(out, &d);

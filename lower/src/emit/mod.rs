@@ -309,6 +309,15 @@ impl Em {
         }
         rec(self, bounds, &mut Vec::new(), init, body)
     }
+    /// `scf.if cond { then }` without results.
+    pub(crate) fn if_then(&mut self, cond: &str, then: &mut dyn FnMut(&mut Em) -> Result<(), Diag>) -> Result<(), Diag> {
+        self.line(&format!("scf.if {cond} {{"));
+        self.indent += 1;
+        then(self)?;
+        self.indent -= 1;
+        self.line("}");
+        Ok(())
+    }
     /// `scf.if` with results of types `tys`.
     fn if_vals(
         &mut self,

@@ -47,12 +47,30 @@ pub(super) fn convert(imp: &mut Importer<'_>, op: &str, a: &NodeAttrs<'_>, ins: 
             let out = broadcast_shapes(&imp.shape(&base), &imp.shape(&e)).map_err(|m| imp.err(m))?;
             let b = imp.dynv(&base)?;
             let b = imp.bcast(b, &out)?;
-            match ev {
-                2.0 => one(imp.bin(OpKind::Mul, b, b)?),
-                1.0 => one(b),
-                0.5 => one(imp.un(OpKind::Sqrt, b)?),
-                _ => Err(imp.err(format!("Pow with exponent {ev} is not supported (exponents 1, 2 and 0.5 are)"))),
+            if ev == 0.5 {
+                return one(imp.un(OpKind::Sqrt, b)?);
             }
+            // A small positive integer exponent (GPT-2's tanh GELU cubes):
+            // square and multiply, ceil(log2 n) + popcount(n) - 1 products.
+            if ev.fract() != 0.0 || !(1.0..=16.0).contains(&ev) {
+                return Err(imp.err(format!("Pow with exponent {ev} is not supported (integers 1 to 16 and 0.5 are)")));
+            }
+            let mut n = ev as u32;
+            let (mut acc, mut sq) = (None, b);
+            loop {
+                if n & 1 == 1 {
+                    acc = Some(match acc {
+                        None => sq,
+                        Some(a) => imp.bin(OpKind::Mul, a, sq)?,
+                    });
+                }
+                n >>= 1;
+                if n == 0 {
+                    break;
+                }
+                sq = imp.bin(OpKind::Mul, sq, sq)?;
+            }
+            one(acc.expect("an exponent of at least 1 has a set bit"))
         }
         "Relu" | "Sigmoid" | "Tanh" | "Sqrt" | "Erf" | "Exp" | "Log" | "Neg" => {
             let v = imp.dynv(&x?)?;
