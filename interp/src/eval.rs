@@ -13,8 +13,11 @@
 //!
 //! Semantics worth stating (docs/ir.md's op set, made exact):
 //! - `relu(x) = x > 0 ? x : 0`; `relu_grad(x, dy) = x > 0 ? dy : 0`.
-//! - `erf` is `libm::erff` (musl's f32 erf, < 1 ulp); `constant` is its
-//!   `value` attribute's elements.
+//! - `exp`, `tanh`, `erf` and `sigmoid` are `ckopt_ir::math`'s (the one
+//!   definition every backend computes bit for bit; < 1 ulp for exp and erf,
+//!   < 1.5 for tanh); `log` and `sqrt` are Rust's `f32::ln` (the C library's
+//!   `logf`, which the cpu kernels call too) and the IEEE square root;
+//!   `constant` is its `value` attribute's elements.
 //! - `max(a, b)` and `reduce_max` use `f32::max` (a NaN operand is ignored);
 //!   `reduce_max` over an empty set is `-inf`, `reduce_sum` is 0.
 //! - `broadcast {dims}`: `y[j] = x[j[dims[0]], j[dims[1]], ...]`.
@@ -38,6 +41,7 @@
 
 use crate::random::{dropout_key, dropout_keep_key};
 use crate::tensor::{Tensor, for_each_index, num_elements, round_to, shape_of, strides, wrap_to};
+use ckopt_ir::math;
 use ckopt_ir::ops::{ElemClass, attr_bool, conv_params, pool_params};
 use ckopt_ir::{Attr, Attrs, DType, Diag, Func, Op, OpKind, TensorType, infer_type};
 
@@ -146,14 +150,14 @@ fn eval_float(kind: OpKind, attrs: &Attrs, inputs: &[&Tensor], out_shape: &[usiz
     let x = || inputs[0];
     Ok(match kind {
         Neg => unary(x(), |v| -v),
-        Exp => unary(x(), f32::exp),
+        Exp => unary(x(), math::expf),
         Log => unary(x(), f32::ln),
-        Tanh => unary(x(), f32::tanh),
-        Sigmoid => unary(x(), |v| 1.0 / (1.0 + (-v).exp())),
+        Tanh => unary(x(), math::tanhf),
+        Sigmoid => unary(x(), math::sigmoidf),
         Relu => unary(x(), |v| if v > 0.0 { v } else { 0.0 }),
         Sqrt => unary(x(), f32::sqrt),
         Rsqrt => unary(x(), |v| 1.0 / v.sqrt()),
-        Erf => unary(x(), libm::erff),
+        Erf => unary(x(), math::erff),
         Add => binary(inputs, |a, b| a + b),
         Sub => binary(inputs, |a, b| a - b),
         Mul => binary(inputs, |a, b| a * b),

@@ -189,7 +189,7 @@ pub fn eval_mixed(kind: OpKind, attrs: &Attrs, inputs: &[&Tensor], result: &Tens
             let row = |n: usize| &x.data[n * c..(n + 1) * c];
             let stats = |r: &[f32]| {
                 let m = r.iter().fold(f32::NEG_INFINITY, |a, &v| a.max(v));
-                let s = r.iter().fold(-0.0f32, |a, &v| a + (v - m).exp());
+                let s = r.iter().fold(-0.0f32, |a, &v| a + ckopt_ir::math::expf(v - m));
                 (m, s)
             };
             if kind == CrossEntropy {
@@ -207,7 +207,7 @@ pub fn eval_mixed(kind: OpKind, attrs: &Attrs, inputs: &[&Tensor], result: &Tens
                     let r = row(n);
                     let (m, s) = stats(r);
                     for (k, &v) in r.iter().enumerate() {
-                        let p = (v - m).exp() / s;
+                        let p = ckopt_ir::math::expf(v - m) / s;
                         dx[n * c + k] = (p - if k == l { 1.0 } else { 0.0 }) * g;
                     }
                 }

@@ -8,6 +8,7 @@ pub mod attr;
 pub mod diag;
 pub mod expect;
 pub mod func;
+pub mod math;
 pub mod mixed;
 pub mod ops;
 pub mod parser;

@@ -55,9 +55,11 @@ impl Default for CudaOptions {
 /// The former name of `CudaOptions`.
 pub type PtxOptions = CudaOptions;
 
+/// Ops whose cuda kernels call libdevice (`math.log`); exp, tanh, erf and
+/// sigmoid are `ckopt_ir::math`'s arithmetic.
 fn uses_math(k: OpKind) -> bool {
     use OpKind::*;
-    matches!(k, Exp | Log | Tanh | Sigmoid | Erf)
+    matches!(k, Log | CrossEntropy)
 }
 
 fn resolve_libdevice(opts: &CudaOptions) -> Option<PathBuf> {
@@ -272,10 +274,15 @@ mod tests {
 
     #[test]
     fn math_without_libdevice_is_an_error_naming_the_op() {
-        let f = planned(OpKind::Exp);
+        let f = planned(OpKind::Log);
         let opts = CudaOptions { libdevice: Some(PathBuf::from("/nonexistent/libdevice.10.bc")), ..Default::default() };
         // An explicit path that is not a file wins over $CKOPT_LIBDEVICE.
         let e = compile_bundle(&[&f], &opts).unwrap_err();
-        assert!(e.message.contains("'ck.exp' op needs libdevice"), "{}", e.message);
+        assert!(e.message.contains("'ck.log' op needs libdevice"), "{}", e.message);
+        // exp, tanh, erf and sigmoid are ckopt_ir::math's arithmetic: no libdevice.
+        for k in [OpKind::Exp, OpKind::Tanh, OpKind::Erf, OpKind::Sigmoid] {
+            let b = compile_bundle(&[&planned(k)], &opts).unwrap_or_else(|e| panic!("{}: {}", k.full_name(), e.message));
+            assert!(!b.ptx.contains("__nv_"), "{} calls libdevice", k.full_name());
+        }
     }
 }

@@ -19,6 +19,8 @@
 
 pub mod arena;
 #[cfg(feature = "lower")]
+pub mod bf16gemm;
+#[cfg(feature = "lower")]
 pub mod cpu;
 pub mod cuda;
 pub mod error;

@@ -15,6 +15,7 @@
 //! definition), emitted as i64 arithmetic.
 
 use super::{Ctx, Em};
+use ckopt_ir::math::{self, Arith};
 use ckopt_ir::random::{GOLDEN, MIX_MUL, dropout_key};
 use ckopt_ir::{Attr, Diag, Op, OpKind};
 
@@ -42,6 +43,95 @@ impl Lanes for Em {
     }
     fn ci64(&mut self, v: u64) -> String {
         self.op(&format!("arith.constant {} : i64", v as i64))
+    }
+}
+
+/// `ckopt_ir::math`'s operations as MLIR `arith` ops of the value type
+/// (scalars or `w` lanes): the exp, tanh, erf and sigmoid of every kernel,
+/// the same f32 operations in the same order as the interpreter's.
+pub struct MathEm<'a, L: Lanes + ?Sized>(pub &'a mut L);
+
+impl<L: Lanes + ?Sized> MathEm<'_, L> {
+    fn ty(&self, elem: &str) -> String {
+        lane_ty(&*self.0, elem)
+    }
+    fn ibin(&mut self, op: &str, a: &String, b: &String) -> String {
+        let t = self.ty("i32");
+        self.0.em().op(&format!("arith.{op} {a}, {b} : {t}"))
+    }
+    fn cast(&mut self, op: &str, a: &String, from: &str, to: &str) -> String {
+        let (f, t) = (self.ty(from), self.ty(to));
+        self.0.em().op(&format!("arith.{op} {a} : {f} to {t}"))
+    }
+}
+
+impl<L: Lanes + ?Sized> Arith for MathEm<'_, L> {
+    type F = String;
+    type I = String;
+    type B = String;
+    fn f(&mut self, v: f32) -> String {
+        self.0.cf(v)
+    }
+    fn i(&mut self, v: i32) -> String {
+        if self.0.lanes() == 1 {
+            self.0.em().op(&format!("arith.constant {v} : i32"))
+        } else {
+            let t = self.ty("i32");
+            self.0.em().op(&format!("arith.constant dense<{v}> : {t}"))
+        }
+    }
+    fn add(&mut self, a: &String, b: &String) -> String {
+        fbin(self.0, "addf", a, b)
+    }
+    fn sub(&mut self, a: &String, b: &String) -> String {
+        fbin(self.0, "subf", a, b)
+    }
+    fn mul(&mut self, a: &String, b: &String) -> String {
+        fbin(self.0, "mulf", a, b)
+    }
+    fn div(&mut self, a: &String, b: &String) -> String {
+        fbin(self.0, "divf", a, b)
+    }
+    fn neg(&mut self, a: &String) -> String {
+        fun(self.0, "arith.negf", a)
+    }
+    fn lt(&mut self, a: &String, b: &String) -> String {
+        cmpf(self.0, "olt", a, b)
+    }
+    fn is_nan(&mut self, a: &String) -> String {
+        cmpf(self.0, "uno", a, a)
+    }
+    fn select(&mut self, c: &String, a: &String, b: &String) -> String {
+        select(self.0, c, a, b)
+    }
+    fn to_bits(&mut self, a: &String) -> String {
+        self.cast("bitcast", a, "f32", "i32")
+    }
+    fn from_bits(&mut self, a: &String) -> String {
+        self.cast("bitcast", a, "i32", "f32")
+    }
+    fn iadd(&mut self, a: &String, b: &String) -> String {
+        self.ibin("addi", a, b)
+    }
+    fn isub(&mut self, a: &String, b: &String) -> String {
+        self.ibin("subi", a, b)
+    }
+    fn and(&mut self, a: &String, b: &String) -> String {
+        self.ibin("andi", a, b)
+    }
+    fn or(&mut self, a: &String, b: &String) -> String {
+        self.ibin("ori", a, b)
+    }
+    fn shl(&mut self, a: &String, n: u32) -> String {
+        let c = self.i(n as i32);
+        self.ibin("shli", a, &c)
+    }
+    fn ashr(&mut self, a: &String, n: u32) -> String {
+        let c = self.i(n as i32);
+        self.ibin("shrsi", a, &c)
+    }
+    fn to_int(&mut self, a: &String) -> String {
+        self.cast("fptosi", a, "f32", "i32")
     }
 }
 
@@ -108,11 +198,11 @@ pub fn formula<L: Lanes + ?Sized>(l: &mut L, op: &Op, xs: &[String]) -> Result<S
     };
     Ok(match op.kind {
         Neg => fun(l, "arith.negf", x(0)?),
-        Exp => fun(l, "math.exp", x(0)?),
+        Exp => math::exp(&mut MathEm(l), &x(0)?.to_string()),
         Log => fun(l, "math.log", x(0)?),
-        Tanh => fun(l, "math.tanh", x(0)?),
+        Tanh => math::tanh(&mut MathEm(l), &x(0)?.to_string()),
         Sqrt => sqrt(l, x(0)?),
-        Erf => fun(l, "math.erf", x(0)?),
+        Erf => math::erf(&mut MathEm(l), &x(0)?.to_string()),
         // `1 / sqrt(x)`: an exact division, as the interpreter (not `math.rsqrt`,
         // which the cuda backend lowers to an approximate reciprocal).
         Rsqrt => {
@@ -121,13 +211,7 @@ pub fn formula<L: Lanes + ?Sized>(l: &mut L, op: &Op, xs: &[String]) -> Result<S
             fbin(l, "divf", &one, &s)
         }
         // `1 / (1 + exp(-x))`.
-        Sigmoid => {
-            let n = fun(l, "arith.negf", x(0)?);
-            let e = fun(l, "math.exp", &n);
-            let one = l.cf(1.0);
-            let d = fbin(l, "addf", &one, &e);
-            fbin(l, "divf", &one, &d)
-        }
+        Sigmoid => math::sigmoid(&mut MathEm(l), &x(0)?.to_string()),
         // `x > 0 ? x : 0`.
         Relu => {
             let a = x(0)?;

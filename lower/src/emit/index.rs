@@ -30,6 +30,7 @@
 //! index position): `gather_grad` O(result + P·K·(1 + Q matched)) per call
 //! instead of O(result · K), `take_along_grad` O(result + indices).
 
+use super::elementwise::MathEm;
 use super::{Ctx, Em, Mem, reg_elem};
 use ckopt_ir::mixed::ignore_index;
 use ckopt_ir::{DType, Diag, Func, Op, OpKind};
@@ -161,7 +162,7 @@ fn row_stats(em: &mut Em, x: &Mem, n: &str, cols: u64) -> (String, String) {
         let at = em.iadd(&base, j);
         let v = em.load(x, &at);
         let d = em.fbin("subf", &v, &m);
-        let e = em.op(&format!("math.exp {d} : f32"));
+        let e = ckopt_ir::math::exp(&mut MathEm(em), &d);
         vec![em.fbin("addf", &acc[0], &e)]
     })[0]
         .clone();
@@ -396,7 +397,7 @@ pub fn rows(em: &mut Em, f: &Func, op: &Op, ins: &[Mem], out: &Mem, lo: &str, hi
             let at = em.iadd(&base, j);
             let v = em.load(x, &at);
             let dd = em.fbin("subf", &v, &m);
-            let e = em.op(&format!("math.exp {dd} : f32"));
+            let e = ckopt_ir::math::exp(&mut MathEm(em), &dd);
             let p = em.fbin("divf", &e, &s);
             let ji = as_i64(em, j);
             let is_l = em.op(&format!("arith.cmpi eq, {ji}, {l} : i64"));
