@@ -31,7 +31,8 @@ module {
 // CHECK: // kind Loop { shape: [2, 4], flat: false } alias [Some(1)]
 // CHECK-NEXT: func.func @ck_k0(%in0: memref<4xf32>, %in1: memref<8xf32>, %out0: memref<8xf32>, %lo: index, %hi: index)
 // CHECK: scf.for %{{.*}} = %lo to %hi
-// CHECK: math.tanh
+/// tanh is ckopt_ir::math's arithmetic (exp's 2^k from an integer), not a call.
+// CHECK: arith.fptosi
 // CHECK-NOT: memref.store {{.*}}%in
 // CHECK: memref.store %{{.*}}, %out0
 /// A full reduction: lane-wise partial sums in a vector, combined in a fixed order.
