@@ -594,19 +594,14 @@ fn lowp_parts(lowp: &mut [f32], sizes: [usize; 3], dts: [DType; 3]) -> [Option<&
     out
 }
 
-/// A GEMM with bf16/f16 operands or result: bf16 x bf16 on AVX512_BF16
-/// machines by `crate::bf16gemm` (no widening); otherwise the low-precision
-/// operands widened to f32 (`lowp`), the f32 GEMM (f32 accumulation), the
-/// result rounded to its type (nearest even), as the interpreter's matmul.
+/// A GEMM with bf16/f16 operands or result: the low-precision operands
+/// widened to f32 (`lowp`), the f32 GEMM (f32 accumulation), the result
+/// rounded to its type (nearest even), as the interpreter's matmul.
 ///
 /// # Safety
 /// `a`, `b`, `c` point to `batch` contiguous matrices of the sizes in `g`
 /// with element types `dts`; `lowp` holds `lowp_elems` of the step.
 pub unsafe fn run_gemm_lowp(g: &Gemm, dts: [DType; 3], a: *const u8, b: *const u8, c: *mut u8, lowp: &mut [f32], threads: usize) {
-    if crate::bf16gemm::handles(dts) {
-        // SAFETY: per the contract; A and B are bf16, C bf16 or f32.
-        return unsafe { crate::bf16gemm::gemm_bf16(g, a as *const u16, b as *const u16, c, threads) };
-    }
     let (m, n, k, nb) = (g.m as usize, g.n as usize, g.k as usize, g.batch as usize);
     let [pa, pb, pc] = lowp_parts(lowp, [nb * m * k, nb * k * n, nb * m * n], dts);
     // SAFETY: per the contract; each copy has its value's element count.

@@ -19,8 +19,6 @@
 
 pub mod arena;
 #[cfg(feature = "lower")]
-pub mod bf16gemm;
-#[cfg(feature = "lower")]
 pub mod cpu;
 pub mod cuda;
 pub mod error;
