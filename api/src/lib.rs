@@ -469,6 +469,55 @@ impl Compiled {
             }
         }
     }
+    /// Runs one step on the caller's memory: `args[i]` holds argument i's
+    /// elements (little-endian, exactly its bytes), `outs[j]` receives
+    /// result j's. On the cpu backend the arguments are read in place (no
+    /// copy into the executor's buffers) and each result is copied once;
+    /// elsewhere this goes through `run`. Errors: `Input` (counts, byte
+    /// sizes, a donated argument on cpu), `Run`.
+    pub fn run_borrowed(&mut self, args: &[&[u8]], outs: &mut [&mut [u8]]) -> Result<(), Error> {
+        let input = |d: Diag| Error::new(ErrorKind::Input, d, None);
+        let f = &self.func;
+        let bytes = |t: &ckopt_ir::TensorType| t.shape.iter().product::<u64>().saturating_mul(t.dtype.bytes());
+        if args.len() != f.params.len() || outs.len() != f.result_types.len() {
+            let m = format!("@{} takes {} arguments and gives {} results, got {} and {}", f.name, f.params.len(), f.result_types.len(), args.len(), outs.len());
+            return Err(input(Diag::error(f.loc.clone(), m)));
+        }
+        for (i, (a, p)) in args.iter().zip(&f.params).enumerate() {
+            let t = f.ty(p.value);
+            if a.len() as u64 != bytes(t) {
+                let m = format!("argument {i} (%{}) of @{} is {t}: {} bytes, got {}", f.name_of(p.value), f.name, bytes(t), a.len());
+                return Err(input(Diag::error(f.loc.clone(), m)));
+            }
+        }
+        for (j, (o, t)) in outs.iter().zip(&f.result_types).enumerate() {
+            if o.len() as u64 != bytes(t) {
+                let m = format!("result {j} of @{} is {t}: {} bytes, got {}", f.name, bytes(t), o.len());
+                return Err(input(Diag::error(f.loc.clone(), m)));
+            }
+        }
+        #[allow(irrefutable_let_patterns)]
+        if let Some(ckopt_runtime::Executor::Cpu(e)) = &mut self.exec {
+            e.run_borrowed(args, outs).map_err(|d| Error::new(ErrorKind::Run, d, None))?;
+            self.last = Some(e.report());
+            return Ok(());
+        }
+        let inputs: Vec<Tensor> = args
+            .iter()
+            .zip(&f.params)
+            .map(|(a, p)| {
+                let t = f.ty(p.value);
+                Tensor::from_le_bytes(t.shape.iter().map(|&d| d as usize).collect(), t.dtype, a)
+                    .map_err(|e| input(Diag::error(f.loc.clone(), e.to_string())))
+            })
+            .collect::<Result<_, _>>()?;
+        let res = self.run(&inputs)?;
+        for (o, t) in outs.iter_mut().zip(&res) {
+            o.copy_from_slice(&t.to_le_bytes());
+        }
+        Ok(())
+    }
+
     /// What the last `run` measured (backend, step time, arena bytes allocated, ...).
     pub fn report(&self) -> Option<RunReport> {
         self.last.clone()

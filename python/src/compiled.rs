@@ -1,6 +1,6 @@
 //! `ckopt.Compiled`: one function compiled for a target, run with arrays.
 
-use crate::convert::{ArgInfo, arg_infos, tensor_to_py, tensors_from_args};
+use crate::convert::{ArgInfo, arg_infos, raw_array, tensor_to_py, tensors_from_args};
 use crate::errors::{Failure, attached, detached};
 use crate::json_value;
 use crate::module::api;
@@ -35,6 +35,7 @@ pub struct Compiled {
     inner: Mutex<ckopt::Compiled>,
     args: Vec<ArgInfo>,
     results: usize,
+    result_types: Vec<ckopt::TensorType>,
     func: String,
     target: String,
     source: Option<Arc<String>>,
@@ -45,8 +46,9 @@ impl Compiled {
         let f = c.func();
         let args = arg_infos(f, 0..f.params.len());
         let results = f.result_types.len();
+        let result_types = f.result_types.clone();
         let func = f.name.clone();
-        Compiled { inner: Mutex::new(c), args, results, func, target: target.to_string(), source }
+        Compiled { inner: Mutex::new(c), args, results, result_types, func, target: target.to_string(), source }
     }
 }
 
@@ -64,6 +66,57 @@ impl Compiled {
         let outputs = detached(py, || lock(&self.inner).run(&inputs).map_err(api(src)))?;
         let arrays: Vec<Bound<'py, PyAny>> = outputs.iter().map(|t| tensor_to_py(py, t)).collect::<PyResult<_>>()?;
         PyList::new(py, arrays)
+    }
+
+    /// Runs one step on the arrays' own memory: `inputs` one numpy array
+    /// per argument, `outputs` one writable numpy array per result, each
+    /// C-contiguous with exactly the IR shape and an element type of the
+    /// IR type's size (bf16 as 2-byte words). On the cpu target the inputs
+    /// are read in place (nothing is copied into the executor) and each
+    /// result is written once into its output; other targets convert. A
+    /// CPU torch tensor `t` gives such an array as `t.numpy()` (bf16:
+    /// `t.view(torch.int16).numpy()`), sharing its memory. Outputs may not
+    /// overlap each other or an input.
+    fn run_into(&self, py: Python<'_>, inputs: &Bound<'_, PyAny>, outputs: &Bound<'_, PyAny>) -> PyResult<()> {
+        let ins: Vec<Bound<'_, PyAny>> = inputs.try_iter()?.collect::<PyResult<_>>()?;
+        let outs: Vec<Bound<'_, PyAny>> = outputs.try_iter()?.collect::<PyResult<_>>()?;
+        let call = format!("@{}", self.func);
+        if ins.len() != self.args.len() || outs.len() != self.results {
+            return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                "{call}.run_into takes {} inputs and {} outputs, got {} and {}",
+                self.args.len(),
+                self.results,
+                ins.len(),
+                outs.len()
+            )));
+        }
+        let a: Vec<(usize, usize)> = ins
+            .iter()
+            .zip(&self.args)
+            .map(|(o, info)| raw_array(o, &info.ty, &format!("argument {} (%{}) of {call}", info.pos, info.name), false))
+            .collect::<PyResult<_>>()?;
+        let r: Vec<(usize, usize)> = outs
+            .iter()
+            .zip(&self.result_types)
+            .enumerate()
+            .map(|(j, (o, ty))| raw_array(o, ty, &format!("result {j} of {call}"), true))
+            .collect::<PyResult<_>>()?;
+        let overlaps = |x: (usize, usize), y: (usize, usize)| x.1 > 0 && y.1 > 0 && x.0 < y.0 + y.1 && y.0 < x.0 + x.1;
+        for (j, &o) in r.iter().enumerate() {
+            if r.iter().enumerate().any(|(k, &p)| k != j && overlaps(o, p)) || a.iter().any(|&p| overlaps(o, p)) {
+                return Err(PyValueError::new_err(format!("result {j} of {call}: its output array overlaps another output or an input")));
+            }
+        }
+        let src = self.source.as_deref().map(|s| s.as_str());
+        detached(py, || {
+            // SAFETY: each (address, length) is the memory of a live ndarray held by
+            // `inputs`/`outputs` for this call; outputs are writable and overlap nothing.
+            let args: Vec<&[u8]> = a.iter().map(|&(p, n)| if n == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(p as *const u8, n) } }).collect();
+            let mut res: Vec<&mut [u8]> =
+                r.iter().map(|&(p, n)| if n == 0 { &mut [][..] } else { unsafe { std::slice::from_raw_parts_mut(p as *mut u8, n) } }).collect();
+            lock(&self.inner).run_borrowed(&args, &mut res).map_err(api(src))
+        })?;
+        Ok(())
     }
 
     /// What the last `run` measured, as a dict with the keys of
@@ -100,6 +153,12 @@ impl Compiled {
     #[getter]
     fn arguments(&self) -> Vec<(String, Vec<u64>, &'static str)> {
         self.args.iter().map(|a| (a.name.clone(), a.ty.shape.clone(), a.ty.dtype.name())).collect()
+    }
+
+    /// The results as `(shape, dtype)` tuples (`((32, 64), "f32")`), in order.
+    #[getter]
+    fn results(&self) -> Vec<(Vec<u64>, &'static str)> {
+        self.result_types.iter().map(|t| (t.shape.clone(), t.dtype.name())).collect()
     }
 
     /// The function's name.

@@ -224,3 +224,46 @@ fn new_array<'py, T: Element + Copy>(py: Python<'py>, shape: &[usize], data: &[T
     }
     Ok(arr.into_any())
 }
+
+/// The memory of a numpy array handed to `Compiled.run_into` for an
+/// argument (`writable = false`) or a result (`true`) of IR type `ty`: its
+/// address and byte length. The array must be a C-contiguous, aligned,
+/// native-endian `numpy.ndarray` of exactly the IR shape and an element type
+/// of the IR type's size and kind: float32 (`f32`), float16 (`f16`), any
+/// 2-byte integer or `ml_dtypes.bfloat16` (`bf16`, its bits), int64,
+/// int32, bool (`i1`); outputs writable. Nothing is converted or copied.
+pub fn raw_array(obj: &Bound<'_, PyAny>, ty: &TensorType, what: &str, writable: bool) -> PyResult<(usize, usize)> {
+    let arr = obj.cast::<PyUntypedArray>().map_err(|_| {
+        PyTypeError::new_err(format!("{what} must be a numpy.ndarray (run_into reads and writes arrays in place), got {}", type_name(obj)))
+    })?;
+    let dt = arr.dtype();
+    let (kind, size) = (dt.kind(), dt.itemsize());
+    let ok = match ty.dtype {
+        DType::F32 => kind == b'f' && size == 4,
+        DType::F16 => kind == b'f' && size == 2,
+        DType::BF16 => size == 2 && kind != b'f',
+        DType::I64 => matches!(kind, b'i' | b'u') && size == 8,
+        DType::I32 => matches!(kind, b'i' | b'u') && size == 4,
+        DType::I1 => kind == b'b' && size == 1,
+    };
+    if !ok {
+        return Err(PyTypeError::new_err(format!("{what} is {ty}: got a numpy array of dtype {dt}")));
+    }
+    let shape: Vec<u64> = arr.shape().iter().map(|&d| d as u64).collect();
+    if shape != ty.shape {
+        return Err(PyValueError::new_err(format!("{what} is {ty}: got shape {}", py_shape(arr.shape()))));
+    }
+    if !arr.is_c_contiguous() || !arr.is_aligned() || dt.is_native_byteorder() == Some(false) {
+        return Err(PyValueError::new_err(format!("{what} must be C-contiguous, aligned and native-endian")));
+    }
+    // SAFETY: a live ndarray (held by the caller for the call).
+    let (data, flags) = unsafe { ((*arr.as_array_ptr()).fields.data as usize, (*arr.as_array_ptr()).fields.flags) };
+    if writable && flags & numpy::npyffi::NPY_ARRAY_WRITEABLE == 0 {
+        return Err(PyValueError::new_err(format!("{what} must be writable")));
+    }
+    Ok((data, arr.len() * size))
+}
+
+fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "an object".into())
+}

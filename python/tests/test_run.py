@@ -153,3 +153,61 @@ def test_compile_errors(mlp):
     assert "'ck.matmul' op" in str(e.value) and "batch = 2147483648" in str(e.value)
     assert e.value.diagnostics[0].file == "h.ck" and e.value.diagnostics[0].line == 3
     assert '%y = "ck.matmul"(%x, %w)' in str(e.value), "rendered with the source line"
+
+
+@pytest.mark.parametrize("target", ["cpu", "interp"])
+def test_run_into_reads_inputs_in_place_and_writes_outputs(mlp, target):
+    c = mlp.optimize("autodiff").compile("mlp_grad", target)
+    ins = c.random_inputs(2)
+    want = c.run(*ins)
+    outs = [np.full(shape, np.nan, dtype=np.float32) for shape, dt in c.results]
+    assert [dt for _, dt in c.results] == ["f32"] * len(outs)
+    c.run_into(ins, outs)
+    for o, w in zip(outs, want):
+        np.testing.assert_array_equal(o, w)
+    # The same call again on the same memory: the same bits (nothing kept from the last call).
+    again = [np.zeros_like(o) for o in outs]
+    c.run_into(ins, again)
+    for o, w in zip(again, want):
+        np.testing.assert_array_equal(o, w)
+
+
+def test_run_into_integer_and_half_arguments():
+    text = """module {
+  func.func @f(%x: tensor<3x2xbf16>, %i: tensor<2xi64>, %m: tensor<2x2xi1>) -> (tensor<2x2xbf16>, tensor<2x2xi1>) {
+    %g = "ck.gather"(%x, %i) {axis = 0 : i64} : (tensor<3x2xbf16>, tensor<2xi64>) -> tensor<2x2xbf16>
+    %n = "ck.not"(%m) : (tensor<2x2xi1>) -> tensor<2x2xi1>
+    "ck.return"(%g, %n) : (tensor<2x2xbf16>, tensor<2x2xi1>) -> ()
+  }
+}"""
+    c = ckopt.parse(text).compile("f", "cpu")
+    x = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], np.float32)
+    xbits = (x.view(np.uint32) >> 16).astype(np.uint16)  # exact in bf16
+    i = np.array([2, 0], np.int64)
+    m = np.array([[True, False], [False, True]])
+    g, n = np.zeros((2, 2), np.uint16), np.zeros((2, 2), bool)
+    c.run_into([xbits, i, m], [g, n])
+    np.testing.assert_array_equal((g.astype(np.uint32) << 16).view(np.float32), x[[2, 0]])
+    np.testing.assert_array_equal(n, ~m)
+
+
+def test_run_into_errors_name_the_argument(mlp):
+    c = mlp.optimize("autodiff").compile("mlp_grad", "cpu")
+    ins = c.random_inputs(0)
+    outs = [np.zeros(shape, np.float32) for shape, _ in c.results]
+    with pytest.raises(TypeError, match="takes 8 inputs and 7 outputs, got 7 and 7"):
+        c.run_into(ins[:-1], outs)
+    with pytest.raises(TypeError, match=r"argument 0 \(%x\) of @mlp_grad is tensor<4x8xf32>: got a numpy array of dtype float64"):
+        c.run_into([ins[0].astype(np.float64)] + ins[1:], outs)
+    with pytest.raises(ValueError, match=r"argument 0 \(%x\) of @mlp_grad is tensor<4x8xf32>: got shape \(8, 4\)"):
+        c.run_into([np.ascontiguousarray(ins[0].T)] + ins[1:], outs)
+    with pytest.raises(ValueError, match="must be C-contiguous"):
+        c.run_into([np.asfortranarray(np.zeros((4, 8), np.float32))] + ins[1:], outs)
+    with pytest.raises(TypeError, match="must be a numpy.ndarray"):
+        c.run_into([ins[0].tolist()] + ins[1:], outs)
+    ro = outs[1].copy()
+    ro.flags.writeable = False
+    with pytest.raises(ValueError, match="result 1 of @mlp_grad must be writable"):
+        c.run_into(ins, outs[:1] + [ro] + outs[2:])
+    with pytest.raises(ValueError, match="result 1 of @mlp_grad: its output array overlaps"):
+        c.run_into(ins, outs[:1] + [ins[2]] + outs[2:])

@@ -148,6 +148,10 @@ pub struct CpuExecutor {
     lowp: Vec<f32>,
     /// Arguments whose buffer is lent to another executor (`take_arg`).
     lent: Vec<bool>,
+    /// During `run_borrowed`: the caller's memory standing in for each
+    /// argument's buffer (never written: donated arguments are refused).
+    /// (Addresses, so the executor stays `Send`.)
+    borrowed: Vec<Option<usize>>,
     threads: usize,
     func: Func,
     report: Report,
@@ -204,6 +208,7 @@ impl CpuExecutor {
         let lowp_n = prog.steps.iter().zip(&lib_dt).map(|(s, d)| d.map_or(0, |d| lowp_elems(s, d))).max().unwrap_or(0);
         let lowp = vec![0.0f32; lowp_n as usize];
         let lent = vec![false; args.len()];
+        let borrowed = vec![None; args.len()];
         let report = Report {
             backend: "cpu".into(),
             function: func.name.clone(),
@@ -230,6 +235,7 @@ impl CpuExecutor {
             lib_dt,
             lowp,
             lent,
+            borrowed,
             threads: rayon::current_num_threads().max(1),
             func: func.clone(),
             report,
@@ -314,10 +320,79 @@ impl CpuExecutor {
         match b {
             BufId::Arena => self.arena.as_mut_slice().as_mut_ptr() as *mut f32,
             BufId::Workspace => self.workspace.as_mut_slice().as_mut_ptr() as *mut f32,
-            BufId::Arg(i) => {
-                self.args.get_mut(i as usize).map(|a| a.as_mut_slice().as_mut_ptr() as *mut f32).unwrap_or(std::ptr::null_mut())
+            BufId::Arg(i) => match self.borrowed.get(i as usize).copied().flatten() {
+                Some(p) => p as *mut f32,
+                None => self.args.get_mut(i as usize).map(|a| a.as_mut_slice().as_mut_ptr() as *mut f32).unwrap_or(std::ptr::null_mut()),
+            },
+        }
+    }
+
+    /// The bytes of buffer `b` (an argument's borrowed memory during
+    /// `run_borrowed`).
+    fn buf_slice(&self, b: BufId) -> &[u8] {
+        match b {
+            BufId::Arena => self.arena.as_slice(),
+            BufId::Workspace => self.workspace.as_slice(),
+            BufId::Arg(i) => match self.borrowed.get(i as usize).copied().flatten() {
+                // SAFETY: `run_borrowed` checked the caller's slice has the argument's bytes
+                // and holds it borrowed for as long as `borrowed` is set.
+                Some(p) => unsafe { std::slice::from_raw_parts(p as *const u8, self.arg_bytes(i as usize) as usize) },
+                None => self.args.get(i as usize).map(|a| a.as_slice()).unwrap_or(&[]),
+            },
+        }
+    }
+
+    /// Runs one step on the caller's memory: argument i is read from
+    /// `args[i]` (exactly its bytes, little-endian elements of its type) in
+    /// place, not copied into the resident buffer; result j is copied into
+    /// `outs[j]` (exactly its bytes). Arguments marked `ck.donate` are
+    /// refused (the step would write into them).
+    pub fn run_borrowed(&mut self, args: &[&[u8]], outs: &mut [&mut [u8]]) -> Result<(), Diag> {
+        let f = &self.func;
+        if args.len() != self.args.len() || outs.len() != self.prog.results.len() {
+            return Err(diag(
+                f,
+                format!("@{} takes {} arguments and gives {} results, got {} and {}", f.name, self.args.len(), self.prog.results.len(), args.len(), outs.len()),
+            ));
+        }
+        for (i, a) in args.iter().enumerate() {
+            if a.len() as u64 != self.arg_bytes(i) {
+                return Err(diag(f, format!("argument {i} of @{} needs {} bytes, got {}", f.name, self.arg_bytes(i), a.len())));
+            }
+            if f.params.get(i).is_some_and(|p| p.attrs.contains_key(ckopt_ir::ops::ATTR_DONATE)) {
+                return Err(diag(f, format!("argument {i} of @{} is donated (the step writes it): run it with resident buffers", f.name)));
             }
         }
+        for (j, o) in outs.iter().enumerate() {
+            let want = self.result_bytes(j);
+            if o.len() != want {
+                return Err(diag(f, format!("result {j} of @{} needs {want} bytes, got {}", f.name, o.len())));
+            }
+        }
+        self.borrowed = args.iter().map(|a| Some(a.as_ptr() as usize)).collect();
+        let r = self.run_unchecked();
+        if r.is_ok() {
+            for (j, o) in outs.iter_mut().enumerate() {
+                if let Some(src) = self.result_slice(j) {
+                    o.copy_from_slice(src);
+                }
+            }
+        }
+        self.borrowed.iter_mut().for_each(|b| *b = None);
+        r
+    }
+
+    /// Bytes of result `j`.
+    fn result_bytes(&self, j: usize) -> usize {
+        let n: u64 = self.prog.results.get(j).map(|r| r.shape.iter().product()).unwrap_or(0);
+        n as usize * self.res_dt.get(j).map_or(4, |d| d.bytes() as usize)
+    }
+
+    /// The bytes of result `j` in its buffer after a step.
+    fn result_slice(&self, j: usize) -> Option<&[u8]> {
+        let r = self.prog.results.get(j)?;
+        let o = r.slot.offset as usize;
+        self.buf_slice(r.slot.buf).get(o..o + self.result_bytes(j))
     }
 
     fn ptr(&mut self, s: &Slot) -> *mut f32 {
@@ -328,12 +403,16 @@ impl CpuExecutor {
 
     /// Runs the program once on the resident argument buffers.
     pub fn run(&mut self) -> Result<(), Diag> {
-        let t = Instant::now();
         for i in 0..self.args.len() {
             if self.lent[i] {
                 return Err(diag(&self.func, format!("argument {i} of @{} is lent to another executor", self.func.name)));
             }
         }
+        self.run_unchecked()
+    }
+
+    fn run_unchecked(&mut self) -> Result<(), Diag> {
+        let t = Instant::now();
         let steps = std::mem::take(&mut self.prog.steps);
         let r = self.run_steps(&steps);
         self.prog.steps = steps;
@@ -443,11 +522,7 @@ impl CpuExecutor {
     /// Checks a stored index operand (see `IndexCheck`): the interpreter's
     /// error for the first index outside `[0, bound)` in row-major order.
     fn check_index(&self, c: &IndexCheck) -> Result<(), String> {
-        let bytes: &[u8] = match c.slot.buf {
-            BufId::Arena => self.arena.as_slice(),
-            BufId::Workspace => self.workspace.as_slice(),
-            BufId::Arg(i) => self.args.get(i as usize).map(|a| a.as_slice()).unwrap_or(&[]),
-        };
+        let bytes: &[u8] = self.buf_slice(c.slot.buf);
         let w = c.dtype.bytes() as usize;
         let o = c.slot.offset as usize;
         let data = bytes.get(o..o + c.slot.bytes as usize).unwrap_or(&[]);
@@ -479,14 +554,7 @@ impl CpuExecutor {
     pub fn result(&self, j: usize) -> Option<Tensor> {
         let r = self.prog.results.get(j)?;
         let dt = *self.res_dt.get(j)?;
-        let n = r.shape.iter().product::<u64>() as usize * dt.bytes() as usize;
-        let bytes: &[u8] = match r.slot.buf {
-            BufId::Arena => self.arena.as_slice(),
-            BufId::Workspace => self.workspace.as_slice(),
-            BufId::Arg(i) => self.args.get(i as usize)?.as_slice(),
-        };
-        let o = r.slot.offset as usize;
-        Tensor::from_le_bytes(r.shape.iter().map(|&d| d as usize).collect(), dt, bytes.get(o..o + n)?).ok()
+        Tensor::from_le_bytes(r.shape.iter().map(|&d| d as usize).collect(), dt, self.result_slice(j)?).ok()
     }
 
     /// Runs one step on `inputs` (one tensor per argument) and returns the results.

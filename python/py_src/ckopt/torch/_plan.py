@@ -19,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 import struct
 
-import numpy as np
 import torch
 
 _INPLACE_FN = {  # ck op -> torch function taking out=
@@ -306,11 +305,35 @@ def gen_forward(module, fname: str, device):
 # ckopt executor: the two halves on ckopt's cpu backend
 
 
-def _np(t: torch.Tensor):
+_TORCH_DT = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16,
+             "i64": torch.int64, "i32": torch.int32, "i1": torch.bool}
+
+
+def _view(t: torch.Tensor):
+    """A numpy array sharing `t`'s memory (CPU, C-contiguous; bf16 as its
+    16-bit words), for `Compiled.run_into`."""
     t = t.detach()
-    if t.dtype == torch.bool:
-        return t.numpy()
-    return t.contiguous()
+    if not t.is_contiguous():
+        t = t.contiguous()
+    if t.dtype == torch.bfloat16:
+        t = t.view(torch.int16)
+    return t.numpy()
+
+
+class _OnMemory:
+    """One compiled function run on torch tensors' own memory: the inputs
+    are read in place by ckopt's executor and each result is written once
+    into a new torch tensor (`Compiled.run_into`)."""
+
+    def __init__(self, c):
+        self.c = c
+        self.out = [(tuple(shape), _TORCH_DT[dt]) for shape, dt in c.results]
+
+    def __call__(self, ts) -> tuple:
+        ins = [_view(t) for t in ts]
+        outs = tuple(torch.empty(shape, dtype=dt) for shape, dt in self.out)
+        self.c.run_into(ins, [_view(o) for o in outs])
+        return outs
 
 
 class CkoptRunner:
@@ -319,20 +342,23 @@ class CkoptRunner:
         self.text = s.module.text
         self.cf = s.module.compile(s.forward, target)
         self.cb = s.module.compile(s.backward, target)
+        self._f, self._b = _OnMemory(self.cf), _OnMemory(self.cb)
 
     def fwd(self, *ts):
-        return tuple(torch.from_numpy(np.asarray(o)) for o in self.cf.run(*[_np(t) for t in ts]))
+        return self._f(ts)
 
     def bwd_list(self, ts):
-        arrays = [_np(t) for t in ts]
-        ts.clear()
-        return tuple(torch.from_numpy(np.asarray(o)) for o in self.cb.run(*arrays))
+        try:
+            return self._b(ts)
+        finally:
+            ts.clear()
 
 
 class CkoptForward:
     def __init__(self, module, fname: str, target="cpu"):
         self.module = module
         self.c = module.compile(fname, target)
+        self._f = _OnMemory(self.c)
 
     def __call__(self, *ts):
-        return tuple(torch.from_numpy(np.asarray(o)) for o in self.c.run(*[_np(t) for t in ts]))
+        return self._f(ts)
