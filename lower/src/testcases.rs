@@ -115,7 +115,7 @@ pub fn op_cases() -> Vec<Func> {
     };
     // (name, x, w, y, stride, padding, groups)
     #[allow(clippy::type_complexity)]
-    let grouped_cases: [(&str, [u64; 4], [u64; 4], [u64; 4], [i64; 2], [i64; 2], i64); 4] = [
+    let grouped_cases: [(&str, [u64; 4], [u64; 4], [u64; 4], [i64; 2], [i64; 2], i64); 5] = [
         // [2,4,6,5] with [6,2,3,3], stride [2,1], pad [1,1] -> [2,6,3,5]
         ("groups2", [2, 4, 6, 5], [6, 2, 3, 3], [2, 6, 3, 5], [2, 1], [1, 1], 2),
         // depthwise, stride 2, pad 1: [2,3,7,6] with [3,1,3,3] -> [2,3,4,3]
@@ -124,6 +124,8 @@ pub fn op_cases() -> Vec<Func> {
         ("depthwise_mult2", [2, 2, 5, 5], [4, 1, 3, 3], [2, 4, 5, 5], [1, 1], [1, 1], 2),
         // depthwise with taps wholly in the padding: [1,2,2,2] with [2,1,5,5], pad 2 -> [1,2,2,2]
         ("depthwise_wide_pad", [1, 2, 2, 2], [2, 1, 5, 5], [1, 2, 2, 2], [1, 1], [2, 2], 2),
+        // padding wider than the filter: border outputs read only padding. [1,2,3,4] with [2,1,2,1], stride [1,2], pad [3,2] -> [1,2,8,4]
+        ("depthwise_pad_over_filter", [1, 2, 3, 4], [2, 1, 2, 1], [1, 2, 8, 4], [1, 2], [3, 2], 2),
     ];
     for (nm, xs, ws, ys, s, p, g) in grouped_cases {
         case(&format!("conv2d_{nm}"), &[t(&xs), t(&ws)], &|f, a| {
