@@ -15,6 +15,13 @@ the import folds them into constants), seeded with torch.manual_seed(0).
 
 Usage: python bench/remat_families.py export OUTDIR [NAME...]   (default: all four;
        needs torch, timm, transformers, onnx)
+       python bench/remat_families.py check OUTDIR BIN [NAME...]   (the image models:
+       needs numpy, onnxruntime): imports OUTDIR/NAME.onnx without a loss
+       (--params-out), runs it on a seeded input [8, 3, 64, 64] on BIN/ckopt-run's
+       cpu backend and on onnxruntime, and fails unless every logit is within
+       1e-4 |want| + 1e-5; then imports it with --loss=mse and trains 5 SGD steps
+       (lr 0.05, seeded input and target) from its weights on the cpu backend,
+       failing unless the loss falls
        python3 bench/remat_families.py table OUTDIR BIN [NAME...]  (stdlib only:
        imports each OUTDIR/NAME.onnx with BIN/ckopt-translate, runs every remat
        mode on @NAME_grad (`autodiff,inplace,remat{...},memplan`) and on
@@ -150,11 +157,55 @@ def table(out, bin_dir, names):
         print()
 
 
+def check(out, bin_dir, names):
+    """Logits of the cpu backend against onnxruntime's, then SGD on the cpu."""
+    import numpy as np
+    import onnxruntime as ort
+
+    tmp = tempfile.mkdtemp()
+    translate = os.environ.get("CKOPT_TRANSLATE", f"{bin_dir}/ckopt-translate")
+    failed = []
+    for name in names:
+        if LOSS[name] != "mse":
+            print(f"{name}: skipped (check covers the image models)")
+            continue
+        src = os.path.join(out, f"{name}.onnx")
+        ck, params = os.path.join(tmp, f"{name}.ck"), os.path.join(tmp, f"{name}.safetensors")
+        subprocess.run([translate, "--from=onnx", src, "--name=m", "-o", ck, f"--params-out={params}"], check=True)
+        x = np.random.default_rng(0).standard_normal((8, 3, 64, 64)).astype(np.float32)
+        want = ort.InferenceSession(src, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+        inp, outp = os.path.join(tmp, "x.json"), os.path.join(tmp, "y.json")
+        json.dump({"inputs": [{"shape": list(x.shape), "data": x.ravel().tolist()}]}, open(inp, "w"))
+        subprocess.run([f"{bin_dir}/ckopt-run", ck, "--func", "m", "--backend", "cpu", "--params", params, "--inputs", inp,
+                        "--outputs", outp], check=True, capture_output=True)
+        y = json.load(open(outp))["outputs"][0]
+        got = np.array(y["data"], dtype=np.float32).reshape(y["shape"])
+        err = np.abs(got - want)
+        excess = float(np.max(err - (1e-4 * np.abs(want) + 1e-5)))
+        rel = float(np.max(err / np.maximum(np.abs(want), 1e-6)))
+        ok = got.shape == want.shape and excess <= 0
+        print(f"{name}: logits {list(got.shape)} on cpu vs onnxruntime {ort.__version__}: max |diff| {float(err.max()):.3e}, "
+              f"max relative {rel:.3e}, |logit| up to {float(np.abs(want).max()):.3f}: {'ok' if ok else 'FAILED'} (1e-4 |want| + 1e-5)")
+        mse = os.path.join(tmp, f"{name}.mse.ck")
+        subprocess.run([translate, "--from=onnx", src, "--loss=mse", "--name=m", "-o", mse], check=True)
+        p = subprocess.run([f"{bin_dir}/ckopt-run", mse, "--func", "m", "--backend", "cpu", "--params", params, "--train",
+                            "--steps", "5", "--lr", "0.05", "--seed", "1", "--log-every", "1"], capture_output=True, text=True, check=True)
+        losses = [float(line.split("loss ")[1]) for line in p.stdout.splitlines() + p.stderr.splitlines() if line.startswith("step ")]
+        falls = len(losses) == 5 and losses[-1] < losses[0]
+        print(f"{name}: SGD on cpu (lr 0.05, 5 steps), losses {' '.join(f'{v:.6f}' for v in losses)}: {'falls' if falls else 'FAILED'}")
+        if not ok or not falls:
+            failed.append(name)
+    if failed:
+        sys.exit(f"check failed: {', '.join(failed)}")
+
+
 def main():
-    if len(sys.argv) < 3 or sys.argv[1] not in ("export", "table"):
+    if len(sys.argv) < 3 or sys.argv[1] not in ("export", "table", "check"):
         sys.exit(__doc__)
     if sys.argv[1] == "export":
         export(sys.argv[2], sys.argv[3:] or list(MODELS))
+    elif sys.argv[1] == "check":
+        check(sys.argv[2], sys.argv[3], sys.argv[4:] or list(MODELS))
     else:
         table(sys.argv[2], sys.argv[3], sys.argv[4:] or list(MODELS))
 

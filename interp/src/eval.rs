@@ -42,7 +42,7 @@
 use crate::random::{dropout_key, dropout_keep_key};
 use crate::tensor::{Tensor, for_each_index, num_elements, round_to, shape_of, strides, wrap_to};
 use ckopt_ir::math;
-use ckopt_ir::ops::{ElemClass, attr_bool, conv_params, pool_params};
+use ckopt_ir::ops::{ElemClass, attr_bool, conv_groups, conv_params, pool_params};
 use ckopt_ir::{Attr, Attrs, DType, Diag, Func, Op, OpKind, TensorType, infer_type};
 
 /// Evaluates `op` (an op of `func`) on `inputs` (one tensor per operand).
@@ -184,7 +184,7 @@ fn eval_float(kind: OpKind, attrs: &Attrs, inputs: &[&Tensor], out_shape: &[usiz
         Matmul => matmul(inputs[0], inputs[1], attr_bool(attrs, "transpose_a"), attr_bool(attrs, "transpose_b"), &out_shape),
         Conv2d | Conv2dGradInput | Conv2dGradFilter => {
             let (s, p) = conv_params(attrs)?;
-            let g = ConvGeom::new(s, p);
+            let g = ConvGeom::new(s, p, conv_groups(attrs)?);
             match kind {
                 Conv2d => conv2d(inputs[0], inputs[1], g, &out_shape),
                 Conv2dGradInput => conv2d_grad_input(inputs[0], inputs[1], g, &out_shape),
@@ -332,18 +332,19 @@ fn matmul(a: &Tensor, b: &Tensor, ta: bool, tb: bool, out_shape: &[usize]) -> Te
 
 // ---- convolution ----
 
-/// Stride and padding of a convolution.
+/// Stride, padding and groups of a convolution.
 #[derive(Clone, Copy, Debug)]
 struct ConvGeom {
     sh: usize,
     sw: usize,
     ph: usize,
     pw: usize,
+    groups: usize,
 }
 
 impl ConvGeom {
-    fn new(s: [u64; 2], p: [u64; 2]) -> Self {
-        ConvGeom { sh: s[0] as usize, sw: s[1] as usize, ph: p[0] as usize, pw: p[1] as usize }
+    fn new(s: [u64; 2], p: [u64; 2], groups: u64) -> Self {
+        ConvGeom { sh: s[0] as usize, sw: s[1] as usize, ph: p[0] as usize, pw: p[1] as usize, groups: groups as usize }
     }
     /// Input coordinate read by output position `o` at filter tap `k` along an
     /// axis of extent `size`, or `None` when it falls in the zero padding.
@@ -354,8 +355,9 @@ impl ConvGeom {
 
 /// Calls `f(x_index, w_index, y_index)` (each `[_, _, _, _]`) for every term
 /// of the conv sum that reads inside the input (`x` of shape `[N, C, H, W]`,
-/// filter `[F, C, KH, KW]`, `y` of shape `[N, F, OH, OW]`), looping over
-/// n, f, i, j, c, p, q in that order (padding taps skipped).
+/// filter `[F, C/G, KH, KW]`, `y` of shape `[N, F, OH, OW]`), looping over
+/// n, f, i, j, c, p, q in that order (padding taps skipped); filter `f` of
+/// group `f / (F/G)` reads input channel `(f / (F/G))·(C/G) + c`.
 fn for_each_conv_term(
     x_shape: &[usize],
     w_shape: &[usize],
@@ -364,18 +366,22 @@ fn for_each_conv_term(
     mut f: impl FnMut([usize; 4], [usize; 4], [usize; 4]),
 ) {
     let (nn, cc, h, w) = (x_shape[0], x_shape[1], x_shape[2], x_shape[3]);
-    let (ff, kh, kw) = (w_shape[0], w_shape[2], w_shape[3]);
+    let (ff, cg, kh, kw) = (w_shape[0], w_shape[1], w_shape[2], w_shape[3]);
     let (oh, ow) = (y_shape[2], y_shape[3]);
+    // The verifier checked C = G·cg and G | F.
+    let fg = ff / g.groups.max(1);
+    debug_assert_eq!(cc, cg * g.groups);
     for n in 0..nn {
         for fi in 0..ff {
+            let c0 = fi / fg.max(1) * cg;
             for i in 0..oh {
                 for j in 0..ow {
-                    for c in 0..cc {
+                    for c in 0..cg {
                         for p in 0..kh {
                             let Some(ih) = ConvGeom::input_pos(i, p, g.sh, g.ph, h) else { continue };
                             for q in 0..kw {
                                 let Some(iw) = ConvGeom::input_pos(j, q, g.sw, g.pw, w) else { continue };
-                                f([n, c, ih, iw], [fi, c, p, q], [n, fi, i, j]);
+                                f([n, c0 + c, ih, iw], [fi, c, p, q], [n, fi, i, j]);
                             }
                         }
                     }

@@ -37,13 +37,17 @@ fn check_fd(x: &Tensor, grad: &Tensor, eps: f32, tol: f64, loss: impl Fn(&Tensor
     }
 }
 
-/// A conv geometry: (x shape, filter shape, stride, padding).
-type ConvCase = ([usize; 4], [usize; 4], [i64; 2], [i64; 2]);
+/// A conv geometry: (x shape, filter shape, stride, padding, groups).
+type ConvCase = ([usize; 4], [usize; 4], [i64; 2], [i64; 2], i64);
 const CONV_CASES: &[ConvCase] = &[
-    ([1, 1, 4, 4], [1, 1, 3, 3], [1, 1], [0, 0]),
-    ([2, 3, 5, 4], [4, 3, 3, 2], [1, 1], [1, 1]),
-    ([1, 2, 7, 6], [3, 2, 3, 3], [2, 2], [1, 0]),
-    ([2, 1, 6, 7], [2, 1, 2, 3], [3, 2], [0, 1]),
+    ([1, 1, 4, 4], [1, 1, 3, 3], [1, 1], [0, 0], 1),
+    ([2, 3, 5, 4], [4, 3, 3, 2], [1, 1], [1, 1], 1),
+    ([1, 2, 7, 6], [3, 2, 3, 3], [2, 2], [1, 0], 1),
+    ([2, 1, 6, 7], [2, 1, 2, 3], [3, 2], [0, 1], 1),
+    // grouped, depthwise, depthwise with channel multiplier 2
+    ([2, 4, 5, 4], [6, 2, 3, 2], [1, 1], [1, 1], 2),
+    ([1, 3, 7, 6], [3, 1, 3, 3], [2, 2], [1, 1], 3),
+    ([2, 2, 5, 5], [4, 1, 3, 3], [2, 1], [1, 0], 2),
 ];
 
 fn conv_out(x: [usize; 4], w: [usize; 4], s: [i64; 2], p: [i64; 2]) -> [usize; 4] {
@@ -54,8 +58,8 @@ fn conv_out(x: [usize; 4], w: [usize; 4], s: [i64; 2], p: [i64; 2]) -> [usize; 4
 #[test]
 fn conv2d_grads_match_finite_differences() {
     let mut rng = SplitMix64::new(1);
-    for &(xs, ws, s, p) in CONV_CASES {
-        let a = attrs([("stride", Attr::IntArray(s.to_vec())), ("padding", Attr::IntArray(p.to_vec()))]);
+    for &(xs, ws, s, p, g) in CONV_CASES {
+        let a = attrs([("stride", Attr::IntArray(s.to_vec())), ("padding", Attr::IntArray(p.to_vec())), ("groups", Attr::Int(g))]);
         let ys = conv_out(xs, ws, s, p);
         let (x, w, dy) = (rand(&xs, &mut rng), rand(&ws, &mut rng), rand(&ys, &mut rng));
         let loss_x = |x: &Tensor| dot(&ev(OpKind::Conv2d, &a, &[x, &w], &ys), &dy);

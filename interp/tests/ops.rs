@@ -239,6 +239,63 @@ fn conv2d_grad_filter_correlates_x_with_dy() {
     close(&ev(OpKind::Conv2dGradFilter, a, &[&x1, &dy1], &[1, 1, 2, 2]), &[1, 1, 2, 2], &[0.0, 0.0, 0.0, 5.0]);
 }
 
+/// Grouped and depthwise convolutions (`groups`): filter f of group
+/// g = f / (F/G) reads only input channels g·(C/G) .. (g+1)·(C/G) - 1.
+#[test]
+fn grouped_and_depthwise_conv2d_and_gradients_match_hand_values() {
+    // groups = 2, C = F = 4, 1x1 filters [4, 2, 1, 1]; channels c0 = [1, 2],
+    // c1 = [3, 4], c2 = [5, 6], c3 = [7, 8].
+    let x = t(&[1, 4, 1, 2], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]);
+    let w = t(&[4, 2, 1, 1], &[1.0, 1.0, 1.0, -1.0, 2.0, 0.0, 0.0, 1.0]);
+    let g2 = || attrs([("groups", Attr::Int(2))]);
+    // f0 = c0 + c1, f1 = c0 - c1 (group 0); f2 = 2·c2, f3 = c3 (group 1).
+    close(&ev(OpKind::Conv2d, g2(), &[&x, &w], &[1, 4, 1, 2]), &[1, 4, 1, 2], &[4.0, 6.0, -2.0, -2.0, 10.0, 12.0, 7.0, 8.0]);
+    // dy: f0 = [1, 0], f1 = [0, 1], f2 = [1, 1], f3 = [2, -1].
+    let dy = t(&[1, 4, 1, 2], &[1.0, 0.0, 0.0, 1.0, 1.0, 1.0, 2.0, -1.0]);
+    // dx c0 = dy0·1 + dy1·1 = [1, 1]; c1 = dy0·1 + dy1·(-1) = [1, -1];
+    // c2 = dy2·2 + dy3·0 = [2, 2]; c3 = dy2·0 + dy3·1 = [2, -1].
+    close(&ev(OpKind::Conv2dGradInput, g2(), &[&dy, &w], &[1, 4, 1, 2]), &[1, 4, 1, 2], &[1.0, 1.0, 1.0, -1.0, 2.0, 2.0, 2.0, -1.0]);
+    // dw[f, c] = sum_j dy[f, j]·x[group(f)·2 + c, j]: f0: [1, 3]; f1: [2, 4];
+    // f2: [5 + 6, 7 + 8] = [11, 15]; f3: [10 - 6, 14 - 8] = [4, 6].
+    close(&ev(OpKind::Conv2dGradFilter, g2(), &[&x, &dy], &[4, 2, 1, 1]), &[4, 2, 1, 1], &[1.0, 3.0, 2.0, 4.0, 11.0, 15.0, 4.0, 6.0]);
+
+    // Depthwise (groups = C = F = 2), 2x2 filters, stride 2, padding 1 on 3x3
+    // images: x0 = 1..9, x1 = ones; w0 = [[1, 0], [0, -1]], w1 = ones.
+    // Windows start at (-1,-1), (-1,1), (1,-1), (1,1).
+    let mut xd: Vec<f32> = (1..=9).map(|v| v as f32).collect();
+    xd.extend([1.0; 9]);
+    let xd = t(&[1, 2, 3, 3], &xd);
+    let wd = t(&[2, 1, 2, 2], &[1.0, 0.0, 0.0, -1.0, 1.0, 1.0, 1.0, 1.0]);
+    let dw = || attrs([("groups", Attr::Int(2)), ("stride", ints(&[2, 2])), ("padding", ints(&[1, 1]))]);
+    // y0[i, j] = x0[2i-1, 2j-1] - x0[2i, 2j]: [0 - 1, 0 - 3, 0 - 7, 5 - 9];
+    // y1 = in-bounds taps of each window on ones: [1, 2, 2, 4].
+    close(
+        &ev(OpKind::Conv2d, dw(), &[&xd, &wd], &[1, 2, 2, 2]),
+        &[1, 2, 2, 2],
+        &[-1.0, -3.0, -7.0, -4.0, 1.0, 2.0, 2.0, 4.0],
+    );
+    // dy0 = dy1 = [[1, 2], [3, 4]]. dx0: tap (0,0) (w 1) puts dy[1,1] = 4 at
+    // (1,1); tap (1,1) (w -1) puts -dy[i,j] at (2i, 2j). dx1: each window adds
+    // its dy to its in-bounds taps.
+    let dyd = t(&[1, 2, 2, 2], &[1.0, 2.0, 3.0, 4.0, 1.0, 2.0, 3.0, 4.0]);
+    close(
+        &ev(OpKind::Conv2dGradInput, dw(), &[&dyd, &wd], &[1, 2, 3, 3]),
+        &[1, 2, 3, 3],
+        &[-1.0, 0.0, -2.0, 0.0, 4.0, 0.0, -3.0, 0.0, -4.0, 1.0, 2.0, 2.0, 3.0, 4.0, 4.0, 3.0, 4.0, 4.0],
+    );
+    // dy0 = e00: dw0[p, q] = x0[p-1, q-1] = [0, 0, 0, 1]; dy1 = ones on x1 =
+    // ones: dw1[p, q] = windows where tap (p, q) is in bounds = [1, 2, 2, 4].
+    let dyf = t(&[1, 2, 2, 2], &[1.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0]);
+    close(&ev(OpKind::Conv2dGradFilter, dw(), &[&xd, &dyf], &[2, 1, 2, 2]), &[2, 1, 2, 2], &[0.0, 0.0, 0.0, 1.0, 1.0, 2.0, 2.0, 4.0]);
+
+    // Depthwise with channel multiplier 2 (groups = C = 2, F = 4): filters
+    // f0, f1 read c0, f2, f3 read c1; 1x1 filters [1, 2, 3, 4] on c0 = [1],
+    // c1 = [10]: y = [1, 2, 30, 40].
+    let xm = t(&[1, 2, 1, 1], &[1.0, 10.0]);
+    let wm = t(&[4, 1, 1, 1], &[1.0, 2.0, 3.0, 4.0]);
+    close(&ev(OpKind::Conv2d, g2(), &[&xm, &wm], &[1, 4, 1, 1]), &[1, 4, 1, 1], &[1.0, 2.0, 30.0, 40.0]);
+}
+
 #[test]
 fn pools_over_windows_with_default_stride() {
     let x = t(&[1, 1, 4, 4], &(1..=16).map(|v| v as f32).collect::<Vec<_>>());

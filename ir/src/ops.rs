@@ -272,7 +272,7 @@ impl OpKind {
         const OFFSETS: &[AttrSpec] = &[req("offsets", Ints)];
         const DIM: &[AttrSpec] = &[req("dim", I64)];
         const MATMUL: &[AttrSpec] = &[opt("transpose_a", Bool), opt("transpose_b", Bool)];
-        const CONV: &[AttrSpec] = &[opt("stride", Ints), opt("padding", Ints)];
+        const CONV: &[AttrSpec] = &[opt("stride", Ints), opt("padding", Ints), opt("groups", I64)];
         const POOL: &[AttrSpec] = &[req("window", Ints), opt("stride", Ints)];
         const DROPOUT: &[AttrSpec] = &[req("rate", F32), req("seed", I64)];
         const DENSE: &[AttrSpec] = &[req("value", Dense)];
@@ -326,6 +326,8 @@ pub enum WindowAttrError {
     Length { name: String, len: usize },
     #[error("attribute '{name}' elements must be >= {min}, got {values:?}")]
     TooSmall { name: String, min: i64, values: Vec<i64> },
+    #[error("attribute 'groups' must be >= 1, got {0}")]
+    Groups(i64),
 }
 
 impl From<WindowAttrError> for Diag {
@@ -350,6 +352,17 @@ pub fn conv_params(attrs: &Attrs) -> Result<([u64; 2], [u64; 2]), WindowAttrErro
     Ok((pair(attrs, "stride", [1, 1], 1)?, pair(attrs, "padding", [0, 0], 0)?))
 }
 
+/// The `groups` of a conv op (default 1, must be >= 1): the input
+/// channels C and the filters F split into `groups` equal groups, filter
+/// group g reading only input channel group g (filter `[F, C/groups, KH, KW]`).
+pub fn conv_groups(attrs: &Attrs) -> Result<u64, WindowAttrError> {
+    match attrs.get("groups").and_then(Attr::as_int) {
+        None => Ok(1),
+        Some(g) if g >= 1 => Ok(g as u64),
+        Some(g) => Err(WindowAttrError::Groups(g)),
+    }
+}
+
 /// Window and stride of a pool op (stride defaults to the window).
 pub fn pool_params(attrs: &Attrs) -> Result<([u64; 2], [u64; 2]), WindowAttrError> {
     let w = pair(attrs, "window", [1, 1], 1)?;
@@ -370,11 +383,28 @@ fn shape_of_conv(x: &TensorType, w: &TensorType, attrs: &Attrs) -> Result<Vec<u6
     if x.rank() != 4 || w.rank() != 4 {
         return Err(Diag::unlocated(format!("conv2d needs rank-4 input (NCHW) and filter (FCHW), got {x} and {w}")));
     }
-    if x.shape[1] != w.shape[1] {
+    let g = conv_groups(attrs)?;
+    if g == 1 && x.shape[1] != w.shape[1] {
         return Err(Diag::unlocated(format!(
             "conv2d input channels {} do not match filter channels {}",
             x.shape[1], w.shape[1]
         )));
+    }
+    if g > 1 {
+        if x.shape[1] % g != 0 || w.shape[0] % g != 0 {
+            return Err(Diag::unlocated(format!(
+                "conv2d with groups = {g} needs input channels ({}) and filters ({}) divisible by {g}",
+                x.shape[1], w.shape[0]
+            )));
+        }
+        if x.shape[1] / g != w.shape[1] {
+            return Err(Diag::unlocated(format!(
+                "conv2d with groups = {g}: filter channels {} must be input channels / groups = {} / {g} = {}",
+                w.shape[1],
+                x.shape[1],
+                x.shape[1] / g
+            )));
+        }
     }
     let (s, p) = conv_params(attrs)?;
     let oh = window_out(x.shape[2], w.shape[2], s[0], p[0]);
@@ -907,6 +937,42 @@ mod tests {
         a.insert("padding".into(), Attr::IntArray(vec![1, 1]));
         let r = infer_type(OpKind::Conv2d, &a, &[&t(&[1, 3, 8, 8]), &t(&[4, 3, 3, 3])], None);
         assert_eq!(r, Ok(Some(t(&[1, 4, 4, 4]))));
+    }
+
+    #[test]
+    fn grouped_conv_shapes_and_errors() {
+        let with = |g: i64| {
+            let mut a = Attrs::new();
+            a.insert("groups".into(), Attr::Int(g));
+            a.insert("padding".into(), Attr::IntArray(vec![1, 1]));
+            a
+        };
+        // groups = 2: C = 4, filter [6, 2, 3, 3]
+        assert_eq!(infer_type(OpKind::Conv2d, &with(2), &[&t(&[1, 4, 5, 5]), &t(&[6, 2, 3, 3])], None), Ok(Some(t(&[1, 6, 5, 5]))));
+        // depthwise: C = F = groups = 4, filter [4, 1, 3, 3]
+        assert_eq!(infer_type(OpKind::Conv2d, &with(4), &[&t(&[2, 4, 5, 5]), &t(&[4, 1, 3, 3])], None), Ok(Some(t(&[2, 4, 5, 5]))));
+        // groups = 1 explicitly is the default
+        assert_eq!(infer_type(OpKind::Conv2d, &with(1), &[&t(&[1, 4, 5, 5]), &t(&[6, 4, 3, 3])], None), Ok(Some(t(&[1, 6, 5, 5]))));
+        let err = |g: i64, x: &[u64], w: &[u64]| infer_type(OpKind::Conv2d, &with(g), &[&t(x), &t(w)], None).unwrap_err().message;
+        assert!(err(2, &[1, 4, 5, 5], &[6, 4, 3, 3]).contains("filter channels 4 must be input channels / groups"));
+        assert!(err(3, &[1, 4, 5, 5], &[6, 1, 3, 3]).contains("divisible by 3"));
+        assert!(err(2, &[1, 4, 5, 5], &[5, 2, 3, 3]).contains("filters (5) divisible by 2"));
+        assert!(err(0, &[1, 4, 5, 5], &[6, 4, 3, 3]).contains("'groups' must be >= 1, got 0"));
+        assert!(err(-2, &[1, 4, 5, 5], &[6, 4, 3, 3]).contains("got -2"));
+        // the gradients check their declared result the same way
+        let dy = t(&[1, 6, 5, 5]);
+        assert_eq!(
+            infer_type(OpKind::Conv2dGradInput, &with(2), &[&dy, &t(&[6, 2, 3, 3])], Some(&t(&[1, 4, 5, 5]))),
+            Ok(Some(t(&[1, 4, 5, 5])))
+        );
+        assert_eq!(
+            infer_type(OpKind::Conv2dGradFilter, &with(2), &[&t(&[1, 4, 5, 5]), &dy], Some(&t(&[6, 2, 3, 3]))),
+            Ok(Some(t(&[6, 2, 3, 3])))
+        );
+        assert!(infer_type(OpKind::Conv2dGradFilter, &with(2), &[&t(&[1, 4, 5, 5]), &dy], Some(&t(&[6, 4, 3, 3]))).is_err());
+        let mut bad = with(2);
+        bad.insert("groups".into(), Attr::IntArray(vec![2]));
+        assert!(infer_type(OpKind::Conv2d, &bad, &[&t(&[1, 4, 5, 5]), &t(&[6, 2, 3, 3])], None).is_err(), "groups is an i64");
     }
 
     #[test]

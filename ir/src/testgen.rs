@@ -796,16 +796,24 @@ impl<'c> Gen<'c> {
         let x = self.bounded(x, OPERAND_LIMIT);
         let xs = self.shape(x);
         let (s, p, k) = self.conv_geometry(xs[2], xs[3]);
-        let f = self.dim();
-        let ws = vec![f, xs[1], k[0], k[1]];
+        // Groups: usually (2 in 3) a divisor > 1 of the channels when there
+        // is one, depthwise (groups = C) among them; then F is 1 or 2 filters per group.
+        let c = xs[1];
+        let divisors: Vec<u64> = (2..=c).filter(|d| c % d == 0).collect();
+        let g = if !divisors.is_empty() && !self.rng.one_in(3) { self.rng.pick(&divisors) } else { 1 };
+        let f = if g > 1 { g * self.rng.range(1, 2) } else { self.dim() };
+        let ws = vec![f, c / g, k[0], k[1]];
         let out = |i: u64, k: u64, s: u64, p: u64| (i + 2 * p - k) / s + 1;
         let ys = vec![xs[0], f, out(xs[2], k[0], s[0], p[0]), out(xs[3], k[1], s[1], p[1])];
-        let a = attrs([("stride", ints(&s)), ("padding", ints(&p))]);
+        let mut a = attrs([("stride", ints(&s)), ("padding", ints(&p))]);
+        if g > 1 {
+            a.insert("groups".into(), Attr::Int(g as i64));
+        }
         match kind {
             OpKind::Conv2d => {
                 let w = self.obtain(&ws);
                 let w = self.bounded(w, OPERAND_LIMIT);
-                let terms = (xs[1] * k[0] * k[1]) as f64;
+                let terms = (c / g * k[0] * k[1]) as f64;
                 let iv = self.iv[x.index()].mul(self.iv[w.index()]).with_zero().times(terms);
                 self.push(OpKind::Conv2d, &[x, w], a, None, iv);
             }
@@ -815,7 +823,7 @@ impl<'c> Gen<'c> {
                 let w = self.bounded(w, OPERAND_LIMIT);
                 let dy = self.obtain(&ys);
                 let dy = self.bounded(dy, OPERAND_LIMIT);
-                let terms = (f * k[0] * k[1]) as f64;
+                let terms = (f / g * k[0] * k[1]) as f64;
                 let iv = self.iv[dy.index()].mul(self.iv[w.index()]).with_zero().times(terms);
                 self.push(OpKind::Conv2dGradInput, &[dy, w], a, Some(xs), iv);
             }
@@ -1123,6 +1131,36 @@ mod tests {
             let m = gen_module(&smooth, seed);
             let kinked = [OpKind::Relu, OpKind::Max, OpKind::ReduceMax, OpKind::MaxPool2d, OpKind::ReluGrad, OpKind::MaxPool2dGrad];
             assert!(m.funcs[0].body.iter().all(|o| !kinked.contains(&o.kind)), "seed {seed}");
+        }
+    }
+
+    /// The conv steps emit grouped (1 < groups < C) and depthwise (groups = C)
+    /// convolutions of all three kinds, and the modules verify.
+    #[test]
+    fn grouped_and_depthwise_convolutions_are_generated() {
+        let convs = [OpKind::Conv2d, OpKind::Conv2dGradInput, OpKind::Conv2dGradFilter];
+        let mut cfg = GenConfig { min_ops: 4, max_ops: 8, ..GenConfig::default() };
+        cfg.exclude = OpKind::ALL.iter().copied().filter(|o| !convs.contains(o)).collect();
+        let (mut grouped, mut depthwise) = (std::collections::BTreeSet::new(), std::collections::BTreeSet::new());
+        for seed in 0..200 {
+            let m = gen_module(&cfg, seed);
+            verify_module(&m).unwrap_or_else(|d| panic!("seed {seed}: {d}"));
+            let f = &m.funcs[0];
+            for o in &f.body {
+                let Some(g) = o.attrs.get("groups").and_then(Attr::as_int) else { continue };
+                // the input's channels: x of conv2d / grad_filter, the result of grad_input
+                let x = match o.kind {
+                    OpKind::Conv2dGradInput => o.result.expect("result"),
+                    _ => o.operands[0],
+                };
+                let c = f.ty(x).shape[1] as i64;
+                assert!(g > 1 && c % g == 0, "seed {seed}: groups {g} of {c} channels");
+                if g == c { depthwise.insert(o.kind) } else { grouped.insert(o.kind) };
+            }
+        }
+        for k in convs {
+            assert!(depthwise.contains(&k), "no depthwise ck.{}", k.name());
+            assert!(grouped.contains(&k), "no grouped (1 < groups < C) ck.{}", k.name());
         }
     }
 

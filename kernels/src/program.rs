@@ -19,7 +19,7 @@
 use crate::kernel::{KernelCache, extract, with_alias};
 use crate::layout::{Buf, Layout, Place, layout};
 use ckopt_ir::fusion::analyze;
-use ckopt_ir::ops::{ATTR_DONATE, ATTR_OPT_STATE, ATTR_PARAM, ATTR_STEP, attr_bool, conv_params};
+use ckopt_ir::ops::{ATTR_DONATE, ATTR_OPT_STATE, ATTR_PARAM, ATTR_STEP, attr_bool, conv_groups, conv_params};
 use ckopt_ir::{DType, Diag, Func, Op, OpKind, ValueId};
 use serde::{Deserialize, Serialize};
 
@@ -152,12 +152,42 @@ pub struct Conv {
     pub sw: u64,
     pub ph: u64,
     pub pw: u64,
+    /// `groups` of the op: filter group g (F/groups filters) reads input
+    /// channel group g (C/groups channels); the filter is `[F, C/groups, KH, KW]`.
+    /// 1 in bundles written before grouped convolutions.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub groups: u64,
     pub x: Slot,
     pub wt: Slot,
     pub y: Slot,
 }
 
+fn one() -> u64 {
+    1
+}
+
+fn is_one(g: &u64) -> bool {
+    *g == 1
+}
+
 impl Conv {
+    /// Input channels per group (the filter's second dim).
+    pub fn cg(&self) -> u64 {
+        self.c / self.groups.max(1)
+    }
+    /// Filters per group.
+    pub fn fg(&self) -> u64 {
+        self.f / self.groups.max(1)
+    }
+    /// Floats of the filter `[F, C/groups, KH, KW]`.
+    pub fn filter_elems(&self) -> u64 {
+        self.f * self.cg() * self.kh * self.kw
+    }
+    /// Depthwise: one input channel per group (`C/groups == 1`), which the
+    /// backends may run as a direct loop instead of im2col + GEMM.
+    pub fn depthwise(&self) -> bool {
+        self.groups > 1 && self.cg() == 1
+    }
     /// Floats of one image's im2col matrix `[C·KH·KW, OH·OW]`.
     pub fn cols(&self) -> u64 {
         self.c * self.kh * self.kw * self.oh * self.ow
@@ -295,6 +325,7 @@ fn gemm_of(f: &Func, l: &Layout, op: &Op) -> Result<Gemm, Diag> {
 fn conv_of(f: &Func, l: &Layout, op: &Op) -> Result<Conv, Diag> {
     let res = op.result.ok_or_else(|| Diag::error(op.loc.clone(), "conv without result"))?;
     let (s, p) = conv_params(&op.attrs).map_err(|e| Diag::error(op.loc.clone(), e.to_string()))?;
+    let groups = conv_groups(&op.attrs).map_err(|e| Diag::error(op.loc.clone(), e.to_string()))?;
     let (kind, x, w, y) = match op.kind {
         OpKind::Conv2d => (ConvKind::Forward, op.operands[0], op.operands[1], res),
         OpKind::Conv2dGradInput => (ConvKind::GradInput, res, op.operands[1], op.operands[0]),
@@ -316,12 +347,19 @@ fn conv_of(f: &Func, l: &Layout, op: &Op) -> Result<Conv, Diag> {
         sw: s[1],
         ph: p[0],
         pw: p[1],
+        groups,
         x: slot_of(f, l, x, op)?,
         wt: slot_of(f, l, w, op)?,
         y: slot_of(f, l, y, op)?,
     };
     if c.cols() > i32::MAX as u64 {
         return Err(too_big(op, "im2col elements", c.cols()));
+    }
+    if groups == 0 || c.c % groups != 0 || c.f % groups != 0 || ws[1] != c.cg() {
+        return Err(Diag::error(
+            op.loc.clone(),
+            format!("'{}' op: groups {groups} does not fit input channels {} and filter {:?}", op.kind.full_name(), c.c, ws),
+        ));
     }
     Ok(c)
 }
@@ -498,8 +536,23 @@ impl StepProgram {
                     g.b
                 ),
                 Step::Conv { conv: c, .. } => format!(
-                    "conv {:?} n {} c {} {}x{} f {} k {}x{} stride {}x{} pad {}x{}: x {} w {} y {}",
-                    c.kind, c.n, c.c, c.h, c.w, c.f, c.kh, c.kw, c.sh, c.sw, c.ph, c.pw, c.x, c.wt, c.y
+                    "conv {:?} n {} c {} {}x{} f {} k {}x{} stride {}x{} pad {}x{}{}: x {} w {} y {}",
+                    c.kind,
+                    c.n,
+                    c.c,
+                    c.h,
+                    c.w,
+                    c.f,
+                    c.kh,
+                    c.kw,
+                    c.sh,
+                    c.sw,
+                    c.ph,
+                    c.pw,
+                    if c.groups > 1 { format!(" groups {}", c.groups) } else { String::new() },
+                    c.x,
+                    c.wt,
+                    c.y
                 ),
             };
             let op = st.op();

@@ -108,6 +108,36 @@ pub fn op_cases() -> Vec<Func> {
     case("conv2d_grad_filter", &[t(&[2, 3, 6, 5]), t(&[2, 4, 3, 5])], &|f, a| {
         f.push(OpKind::Conv2dGradFilter, &[a[0], a[1]], conv(), Some(t(&[4, 3, 3, 3])), "y", u()).unwrap()
     });
+    // Grouped (groups 2: C 4, F 6; GEMM per group) and depthwise (C/groups = 1:
+    // the direct loops on cpu) convolutions and their gradients.
+    let grouped = |g: i64, s: [i64; 2], p: [i64; 2]| {
+        attrs([("stride", Attr::IntArray(s.to_vec())), ("padding", Attr::IntArray(p.to_vec())), ("groups", Attr::Int(g))])
+    };
+    // (name, x, w, y, stride, padding, groups)
+    #[allow(clippy::type_complexity)]
+    let grouped_cases: [(&str, [u64; 4], [u64; 4], [u64; 4], [i64; 2], [i64; 2], i64); 5] = [
+        // [2,4,6,5] with [6,2,3,3], stride [2,1], pad [1,1] -> [2,6,3,5]
+        ("groups2", [2, 4, 6, 5], [6, 2, 3, 3], [2, 6, 3, 5], [2, 1], [1, 1], 2),
+        // depthwise, stride 2, pad 1: [2,3,7,6] with [3,1,3,3] -> [2,3,4,3]
+        ("depthwise", [2, 3, 7, 6], [3, 1, 3, 3], [2, 3, 4, 3], [2, 2], [1, 1], 3),
+        // depthwise with channel multiplier 2, stride 1 (the contiguous rows): [2,2,5,5] with [4,1,3,3] -> [2,4,5,5]
+        ("depthwise_mult2", [2, 2, 5, 5], [4, 1, 3, 3], [2, 4, 5, 5], [1, 1], [1, 1], 2),
+        // depthwise with taps wholly in the padding: [1,2,2,2] with [2,1,5,5], pad 2 -> [1,2,2,2]
+        ("depthwise_wide_pad", [1, 2, 2, 2], [2, 1, 5, 5], [1, 2, 2, 2], [1, 1], [2, 2], 2),
+        // padding wider than the filter: border outputs read only padding. [1,2,3,4] with [2,1,2,1], stride [1,2], pad [3,2] -> [1,2,8,4]
+        ("depthwise_pad_over_filter", [1, 2, 3, 4], [2, 1, 2, 1], [1, 2, 8, 4], [1, 2], [3, 2], 2),
+    ];
+    for (nm, xs, ws, ys, s, p, g) in grouped_cases {
+        case(&format!("conv2d_{nm}"), &[t(&xs), t(&ws)], &|f, a| {
+            f.push(OpKind::Conv2d, &[a[0], a[1]], grouped(g, s, p), None, "y", u()).unwrap()
+        });
+        case(&format!("conv2d_grad_input_{nm}"), &[t(&ys), t(&ws)], &|f, a| {
+            f.push(OpKind::Conv2dGradInput, &[a[0], a[1]], grouped(g, s, p), Some(t(&xs)), "y", u()).unwrap()
+        });
+        case(&format!("conv2d_grad_filter_{nm}"), &[t(&xs), t(&ys)], &|f, a| {
+            f.push(OpKind::Conv2dGradFilter, &[a[0], a[1]], grouped(g, s, p), Some(t(&ws)), "y", u()).unwrap()
+        });
+    }
     let pool = || attrs([("window", Attr::IntArray(vec![3, 2])), ("stride", Attr::IntArray(vec![2, 1]))]);
     case("max_pool2d", &[t(&[2, 2, 7, 5])], &|f, a| f.push(OpKind::MaxPool2d, &[a[0]], pool(), None, "y", u()).unwrap());
     case("avg_pool2d", &[t(&[2, 2, 7, 5])], &|f, a| f.push(OpKind::AvgPool2d, &[a[0]], pool(), None, "y", u()).unwrap());
@@ -264,6 +294,18 @@ pub fn mixed_op_cases() -> Vec<Func> {
             f.push(OpKind::Conv2dGradFilter, &[a[0], a[1]], conv(), Some(ty(&[4, 3, 3, 3], dt)), "y", u()).unwrap()
         });
     }
+    // Depthwise and grouped in bf16: the widened copies have the grouped filter's size.
+    let dw = || attrs([("stride", Attr::IntArray(vec![2, 1])), ("padding", Attr::IntArray(vec![1, 1])), ("groups", Attr::Int(3))]);
+    case("conv2d_depthwise_bf16", &[ty(&[2, 3, 6, 5], BF16), ty(&[6, 1, 3, 3], BF16)], &|f, a| {
+        f.push(OpKind::Conv2d, &[a[0], a[1]], dw(), None, "y", u()).unwrap()
+    });
+    case("conv2d_grad_filter_depthwise_f16", &[ty(&[2, 3, 6, 5], F16), ty(&[2, 6, 3, 5], F16)], &|f, a| {
+        f.push(OpKind::Conv2dGradFilter, &[a[0], a[1]], dw(), Some(ty(&[6, 1, 3, 3], F16)), "y", u()).unwrap()
+    });
+    let g2 = || attrs([("padding", Attr::IntArray(vec![1, 1])), ("groups", Attr::Int(2))]);
+    case("conv2d_grad_input_groups2_bf16", &[ty(&[2, 6, 4, 4], BF16), ty(&[6, 2, 3, 3], BF16)], &|f, a| {
+        f.push(OpKind::Conv2dGradInput, &[a[0], a[1]], g2(), Some(ty(&[2, 4, 4, 4], BF16)), "y", u()).unwrap()
+    });
     case("bf16_arith", &[ty(&[3, 10], BF16), ty(&[3, 10], BF16)], &|f, a| {
         let p = f.push(OpKind::Mul, &[a[0], a[1]], Attrs::new(), None, "p", u()).unwrap();
         let e = f.push(OpKind::Exp, &[p], Attrs::new(), None, "e", u()).unwrap();

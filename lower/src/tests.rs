@@ -73,7 +73,7 @@ fn every_mixed_op_compiles_to_ptx_and_ptxas_accepts_it() {
         }
     }
     assert!(compiled >= 70, "compiled only {compiled} mixed cases");
-    assert_eq!(refused, 6, "the six bf16/f16 convolution cases are refused");
+    assert_eq!(refused, 9, "the nine bf16/f16 convolution cases (six dense, three grouped) are refused");
     if std::env::var_os("CKOPT_PTXAS").is_some() && have_libdevice {
         assert_eq!(checked, compiled, "ptxas checked only {checked} of {compiled}");
     }
@@ -207,7 +207,21 @@ fn single_op_kernels_match_the_interpreter_bit_for_bit() {
         }
         checked.push(f.name.clone());
     }
-    for name in ["conv2d", "conv2d_nopad", "conv2d_grad_input", "conv2d_grad_filter", "max_pool2d", "avg_pool2d"] {
+    for name in [
+        "conv2d",
+        "conv2d_nopad",
+        "conv2d_grad_input",
+        "conv2d_grad_filter",
+        "conv2d_groups2",
+        "conv2d_grad_input_groups2",
+        "conv2d_grad_filter_groups2",
+        "conv2d_depthwise",
+        "conv2d_grad_input_depthwise",
+        "conv2d_grad_filter_depthwise",
+        "conv2d_depthwise_wide_pad",
+        "max_pool2d",
+        "avg_pool2d",
+    ] {
         assert!(checked.iter().any(|c| c == name), "{name} not checked: {checked:?}");
     }
 }

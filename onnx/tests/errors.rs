@@ -171,3 +171,34 @@ fn pow_takes_small_integer_exponents() {
     let bad = pow(2.5).unwrap_err();
     assert!(bad.contains("node 'p' (Pow, opset 17)") && bad.contains("Pow with exponent 2.5 is not supported"), "{bad}");
 }
+
+/// Conv with `group`: a depthwise Conv imports as `ck.conv2d {groups}`; a
+/// group that does not fit the shapes, or is < 1, is a located error.
+#[test]
+fn grouped_conv_imports_and_bad_groups_are_located_errors() {
+    let w = |dims: &[i64]| TensorProto {
+        name: Some("w".into()),
+        dims: dims.to_vec(),
+        data_type: Some(1),
+        float_data: vec![0.5; dims.iter().product::<i64>() as usize],
+        ..Default::default()
+    };
+    let conv = |group: i64, wd: &[i64]| {
+        let mut n = node("Conv", "dw", &["x", "w"]);
+        n.attribute.push(ckopt_onnx::proto::AttributeProto { name: Some("group".into()), i: Some(group), ..Default::default() });
+        n.attribute.push(ckopt_onnx::proto::AttributeProto { name: Some("pads".into()), ints: vec![1, 1, 1, 1], ..Default::default() });
+        import(&model(vec![n], vi("x", &[Some(1), Some(4), Some(5), Some(5)], 1), vec![w(wd)]), &ImportOptions::default())
+    };
+    let ok = conv(4, &[4, 1, 3, 3]).unwrap();
+    assert!(ok.contains("\"ck.conv2d\"") && ok.contains("groups = 4 : i64") && ok.contains("-> tensor<1x4x5x5xf32>"), "{ok}");
+    let ok = conv(2, &[6, 2, 3, 3]).unwrap();
+    assert!(ok.contains("groups = 2 : i64") && ok.contains("-> tensor<1x6x5x5xf32>"), "{ok}");
+    let ok = conv(1, &[3, 4, 3, 3]).unwrap();
+    assert!(!ok.contains("groups"), "group 1 is the default: {ok}");
+    let e = conv(2, &[4, 1, 3, 3]).unwrap_err();
+    assert!(e.contains("node 'dw' (Conv, opset 17)") && e.contains("group 2 does not fit X [1, 4, 5, 5] and W [4, 1, 3, 3]"), "{e}");
+    let e = conv(4, &[6, 1, 3, 3]).unwrap_err();
+    assert!(e.contains("group 4 does not fit"), "{e}");
+    let e = conv(0, &[4, 1, 3, 3]).unwrap_err();
+    assert!(e.contains("group 0 must be >= 1"), "{e}");
+}

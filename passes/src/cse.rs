@@ -178,6 +178,27 @@ mod tests {
         assert_eq!(cse(&mut f), 0);
     }
 
+    /// Grouped convolutions: equal ones merge (keeping `groups`); filter
+    /// gradients of the same operands with groups 2 and 4 stay apart.
+    #[test]
+    fn conv_groups_distinguish_ops() {
+        let mut f = Func::new("f", Loc::unknown());
+        let x = f.add_param("x", TensorType::f32(vec![1, 4, 3, 3]), false);
+        let w = f.add_param("w", TensorType::f32(vec![4, 2, 1, 1]), false);
+        let g = |n: i64| attrs([("groups", Attr::Int(n))]);
+        let a = f.push(OpKind::Conv2d, &[x, w], g(2), None, "a", Loc::unknown()).unwrap();
+        let b = f.push(OpKind::Conv2d, &[x, w], g(2), None, "b", Loc::unknown()).unwrap();
+        let d2 = f.push(OpKind::Conv2dGradFilter, &[x, a], g(2), Some(TensorType::f32(vec![4, 2, 1, 1])), "d2", Loc::unknown()).unwrap();
+        let d4 = f.push(OpKind::Conv2dGradFilter, &[x, a], g(4), Some(TensorType::f32(vec![4, 1, 1, 1])), "d4", Loc::unknown()).unwrap();
+        f.push_return(&[a, b, d2, d4], Loc::unknown());
+        assert_eq!(cse(&mut f), 1, "only the two equal convs merge");
+        let r = f.returned();
+        assert_eq!(r[0], r[1]);
+        assert_ne!(r[2], r[3]);
+        let groups: Vec<_> = f.body.iter().filter_map(|o| o.attrs.get("groups").cloned()).collect();
+        assert_eq!(groups, vec![Attr::Int(2), Attr::Int(2), Attr::Int(4)]);
+    }
+
     /// Fills of different declared types are different values.
     #[test]
     fn result_type_is_part_of_the_key() {

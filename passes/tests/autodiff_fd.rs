@@ -321,6 +321,47 @@ fn fd_conv_and_its_gradients() {
     }
 }
 
+/// Grouped (groups = 2: C = 4, F = 6) and depthwise (groups = C = F = 3,
+/// stride 2, padding 1; and channel multiplier 2) convolutions: autodiff
+/// passes `groups` to both gradient ops, and the gradient ops differentiate
+/// through each other with it.
+#[test]
+fn fd_grouped_and_depthwise_conv_and_their_gradients() {
+    let mut rng = Rng(19);
+    // (x shape, filter shape, stride, padding, groups)
+    let cases: [([u64; 4], [u64; 4], i64, i64, i64); 3] =
+        [([1, 4, 5, 5], [6, 2, 3, 3], 1, 1, 2), ([2, 3, 6, 6], [3, 1, 3, 3], 2, 1, 3), ([1, 2, 5, 5], [4, 1, 3, 3], 2, 0, 2)];
+    for (k, (xs, ws, stride, pad, groups)) in cases.into_iter().enumerate() {
+        let at = attrs([
+            ("stride", Attr::IntArray(vec![stride, stride])),
+            ("padding", Attr::IntArray(vec![pad, pad])),
+            ("groups", Attr::Int(groups)),
+        ]);
+        let o = (xs[2] + 2 * pad as u64 - ws[2]) / stride as u64 + 1;
+        let ys = [xs[0], ws[0], o, o];
+        let seed = 110 + 3 * k as u64;
+        general(&[&xs, &ws], OpKind::Conv2d, at.clone(), None, vec![rng.uniform(&xs, -1.0, 1.0), rng.uniform(&ws, -1.0, 1.0)], seed);
+        general(&[&ys, &ws], OpKind::Conv2dGradInput, at.clone(), Some(t(&xs)), vec![rng.uniform(&ys, -1.0, 1.0), rng.uniform(&ws, -1.0, 1.0)], seed + 1);
+        general(&[&xs, &ys], OpKind::Conv2dGradFilter, at, Some(t(&ws)), vec![rng.uniform(&xs, -1.0, 1.0), rng.uniform(&ys, -1.0, 1.0)], seed + 2);
+    }
+}
+
+/// The gradient ops autodiff emits for a grouped conv carry its `groups`.
+#[test]
+fn grouped_conv_gradients_carry_groups() {
+    let at = attrs([("padding", Attr::IntArray(vec![1, 1])), ("groups", Attr::Int(3))]);
+    let mut m = case(&[&[1, 3, 4, 4], &[6, 1, 3, 3]], &[true, true], |f, a| {
+        f.push(OpKind::Conv2d, &[a[0], a[1]], at.clone(), None, "y", l()).expect("op")
+    });
+    autodiff(&mut m, &AutodiffOptions::default()).expect("autodiff");
+    let g = m.func("f_grad").expect("gradient function");
+    let grads: Vec<_> = g.body.iter().filter(|o| matches!(o.kind, OpKind::Conv2dGradInput | OpKind::Conv2dGradFilter)).collect();
+    assert_eq!(grads.len(), 2, "one gradient op per operand");
+    for o in grads {
+        assert_eq!(o.attrs.get("groups"), Some(&Attr::Int(3)), "ck.{} lost groups", o.kind.name());
+    }
+}
+
 #[test]
 fn fd_pools_and_their_gradients() {
     let mut rng = Rng(10);

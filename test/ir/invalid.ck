@@ -749,6 +749,42 @@ func.func @f(%x: tensor<2xf32>, %i: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>
 
 // -----
 
+/// conv2d: with groups, the filter has C / groups channels.
+func.func @f(%x: tensor<2xf32>, %i: tensor<1x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<2xf32> {
+  // expected-error@+1 {{conv2d with groups = 2: filter channels 4 must be input channels / groups = 4 / 2 = 2}}
+  %y = "ck.conv2d"(%i, %w) {groups = 2 : i64} : (tensor<1x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<1x6x6x6xf32>
+  "ck.return"(%x) : (tensor<2xf32>) -> ()
+}
+
+// -----
+
+/// conv2d: groups divide the input channels and the filters.
+func.func @f(%x: tensor<2xf32>, %i: tensor<1x4x8x8xf32>, %w: tensor<3x2x3x3xf32>) -> tensor<2xf32> {
+  // expected-error@+1 {{conv2d with groups = 2 needs input channels (4) and filters (3) divisible by 2}}
+  %y = "ck.conv2d"(%i, %w) {groups = 2 : i64} : (tensor<1x4x8x8xf32>, tensor<3x2x3x3xf32>) -> tensor<1x3x6x6xf32>
+  "ck.return"(%x) : (tensor<2xf32>) -> ()
+}
+
+// -----
+
+/// conv2d_grad_filter: groups >= 1.
+func.func @f(%x: tensor<2xf32>, %i: tensor<1x4x8x8xf32>, %dy: tensor<1x4x6x6xf32>) -> tensor<2xf32> {
+  // expected-error@+1 {{attribute 'groups' must be >= 1, got 0}}
+  %y = "ck.conv2d_grad_filter"(%i, %dy) {groups = 0 : i64} : (tensor<1x4x8x8xf32>, tensor<1x4x6x6xf32>) -> tensor<4x4x3x3xf32>
+  "ck.return"(%x) : (tensor<2xf32>) -> ()
+}
+
+// -----
+
+/// conv2d_grad_input: groups is an i64.
+func.func @f(%x: tensor<2xf32>, %dy: tensor<1x4x6x6xf32>, %w: tensor<4x2x3x3xf32>) -> tensor<2xf32> {
+  // expected-error@+1 {{attribute 'groups' must be i64 integer, got}}
+  %y = "ck.conv2d_grad_input"(%dy, %w) {groups = [2]} : (tensor<1x4x6x6xf32>, tensor<4x2x3x3xf32>) -> tensor<1x4x8x8xf32>
+  "ck.return"(%x) : (tensor<2xf32>) -> ()
+}
+
+// -----
+
 /// conv2d: the filter must fit the (padded) input.
 func.func @f(%x: tensor<2xf32>, %i: tensor<1x3x8x8xf32>, %w: tensor<4x3x9x9xf32>) -> tensor<2xf32> {
   // expected-error@+1 {{conv2d filter tensor<4x3x9x9xf32> does not fit input tensor<1x3x8x8xf32> with padding [0, 0]}}

@@ -18,6 +18,7 @@
 // MLIR: "ck.scale"(%{{.*}}) {value = 5.000000e-01 : f32}
 // MLIR: "ck.fill"() {value = 0x7F800000 : f32} : () -> tensor<f32>
 // MLIR: "ck.conv2d"(%arg3, %arg4) {padding = [1, 1], stride = [2, 2]} : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x4x4xf32>
+// MLIR: "ck.conv2d"(%arg3, %{{.*}}) {groups = 3 : i64, padding = [1, 1], stride = [2, 2]} : (tensor<1x3x8x8xf32>, tensor<3x1x3x3xf32>) -> tensor<1x3x4x4xf32>
 // MLIR: "ck.dropout"(%{{.*}}) {rate = 2.500000e-01 : f32, seed = 42 : i64}
 // MLIR: "ck.return"(%{{.*}}, %{{.*}}) : (tensor<2x3xf32>, tensor<f32>) -> ()
 // MLIR-LABEL: func.func @"quoted name"() -> tensor<f16>
@@ -27,7 +28,7 @@
 // BACK: %13 = "ck.scale"(%12) {value = 0.5 : f32}
 // BACK: %14 = "ck.scale"(%13) {value = 1.0e-5 : f32}
 // BACK: %15 = "ck.fill"() {value = -2.0 : f32}
-// BACK: "ck.return"(%34, %20) : (tensor<2x3xf32>, tensor<f32>) -> ()
+// BACK: "ck.return"(%38, %20) : (tensor<2x3xf32>, tensor<f32>) -> ()
 // BACK-LABEL: func.func @"quoted name"() -> tensor<f16>
 // BACK: {user.note = "tab\09quote\"", value = 0.0 : f32}
 

@@ -67,6 +67,14 @@ module {
     %gin = "ck.conv2d_grad_input"(%conv, %filt) {padding = [1, 1], stride = [2, 2]} : (tensor<1x4x4x4xf32>, tensor<4x3x3x3xf32>) -> tensor<1x3x8x8xf32>
 // CHECK-NEXT: %gf = "ck.conv2d_grad_filter"(%img, %conv) {padding = [1, 1], stride = [2, 2]} : (tensor<1x3x8x8xf32>, tensor<1x4x4x4xf32>) -> tensor<4x3x3x3xf32>
     %gf = "ck.conv2d_grad_filter"(%img, %conv) {padding = [1, 1], stride = [2, 2]} : (tensor<1x3x8x8xf32>, tensor<1x4x4x4xf32>) -> tensor<4x3x3x3xf32>
+// CHECK-NEXT: %dwf = "ck.slice"(%filt) {offsets = [0, 0, 0, 0]} : (tensor<4x3x3x3xf32>) -> tensor<3x1x3x3xf32>
+    %dwf = "ck.slice"(%filt) {offsets = [0, 0, 0, 0]} : (tensor<4x3x3x3xf32>) -> tensor<3x1x3x3xf32>
+// CHECK-NEXT: %dw = "ck.conv2d"(%img, %dwf) {groups = 3 : i64, padding = [1, 1], stride = [2, 2]} : (tensor<1x3x8x8xf32>, tensor<3x1x3x3xf32>) -> tensor<1x3x4x4xf32>
+    %dw = "ck.conv2d"(%img, %dwf) {groups = 3 : i64, padding = [1, 1], stride = [2, 2]} : (tensor<1x3x8x8xf32>, tensor<3x1x3x3xf32>) -> tensor<1x3x4x4xf32>
+// CHECK-NEXT: %dwgi = "ck.conv2d_grad_input"(%dw, %dwf) {groups = 3 : i64, padding = [1, 1], stride = [2, 2]} : (tensor<1x3x4x4xf32>, tensor<3x1x3x3xf32>) -> tensor<1x3x8x8xf32>
+    %dwgi = "ck.conv2d_grad_input"(%dw, %dwf) {groups = 3 : i64, padding = [1, 1], stride = [2, 2]} : (tensor<1x3x4x4xf32>, tensor<3x1x3x3xf32>) -> tensor<1x3x8x8xf32>
+// CHECK-NEXT: %dwgf = "ck.conv2d_grad_filter"(%img, %dw) {groups = 3 : i64, padding = [1, 1], stride = [2, 2]} : (tensor<1x3x8x8xf32>, tensor<1x3x4x4xf32>) -> tensor<3x1x3x3xf32>
+    %dwgf = "ck.conv2d_grad_filter"(%img, %dw) {groups = 3 : i64, padding = [1, 1], stride = [2, 2]} : (tensor<1x3x8x8xf32>, tensor<1x3x4x4xf32>) -> tensor<3x1x3x3xf32>
 // CHECK-NEXT: %mp = "ck.max_pool2d"(%img) {window = [2, 2]} : (tensor<1x3x8x8xf32>) -> tensor<1x3x4x4xf32>
     %mp = "ck.max_pool2d"(%img) {window = [2, 2]} : (tensor<1x3x8x8xf32>) -> tensor<1x3x4x4xf32>
 // CHECK-NEXT: %ap = "ck.avg_pool2d"(%img) {stride = [1, 1], window = [3, 3]} : (tensor<1x3x8x8xf32>) -> tensor<1x3x6x6xf32>

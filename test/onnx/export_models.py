@@ -11,11 +11,11 @@ Models (a few KB each; the batch dimension is dynamic, so the import needs
 two residual blocks, max pool, global average pool, linear classifier),
 `transformer` (nn.TransformerEncoder: 2 layers, d_model 8, 2 heads, GELU
 feed-forward, LayerNorm; then mean over the sequence and a linear head),
-`mbv3` (a MobileNetV3-style inverted residual block as timm builds it, but
-with a dense 3x3 convolution: ckopt converts group=1 only; 1x1 expand +
-BatchNorm + HardSwish, 3x3 conv + BatchNorm + HardSwish, squeeze-excite
-with ReLU and HardSigmoid, 1x1 project + BatchNorm, residual; then global
-average pool and a linear head).
+`mbv3` (a MobileNetV3-style inverted residual block as timm builds it:
+1x1 expand + BatchNorm + HardSwish, depthwise 3x3 conv (group = channels)
++ BatchNorm + HardSwish, squeeze-excite with ReLU and HardSigmoid, 1x1
+project + BatchNorm, residual; then a grouped (group 2) 3x3 conv with
+stride 2, global average pool and a linear head).
 
 `gpt_ts` and `gpt_dynamo`: a small GPT (token and position embeddings,
 2 pre-norm decoder blocks with causal self-attention (a tril mask buffer and
@@ -102,7 +102,7 @@ class Mbv3Block(nn.Module):
     def __init__(self, c=4, e=8, se=4):
         super().__init__()
         self.expand, self.bn1 = nn.Conv2d(c, e, 1, bias=False), nn.BatchNorm2d(e)
-        self.conv, self.bn2 = nn.Conv2d(e, e, 3, padding=1, bias=False), nn.BatchNorm2d(e)
+        self.conv, self.bn2 = nn.Conv2d(e, e, 3, padding=1, groups=e, bias=False), nn.BatchNorm2d(e)
         self.se_reduce, self.se_expand = nn.Conv2d(e, se, 1), nn.Conv2d(se, e, 1)
         self.project, self.bn3 = nn.Conv2d(e, c, 1, bias=False), nn.BatchNorm2d(c)
         self.act, self.gate = nn.Hardswish(), nn.Hardsigmoid()
@@ -120,10 +120,11 @@ class Mbv3(nn.Module):
         super().__init__()
         self.stem, self.bn, self.act = nn.Conv2d(3, 4, 3, padding=1, bias=False), nn.BatchNorm2d(4), nn.Hardswish()
         self.block = Mbv3Block()
-        self.head = nn.Linear(4, 5)
+        self.down = nn.Conv2d(4, 6, 3, stride=2, padding=1, groups=2)
+        self.head = nn.Linear(6, 5)
 
     def forward(self, x):
-        x = self.block(self.act(self.bn(self.stem(x))))
+        x = self.down(self.block(self.act(self.bn(self.stem(x)))))
         return self.head(nn.functional.adaptive_avg_pool2d(x, 1).flatten(1))
 
 

@@ -3,24 +3,48 @@
 //! row-major order. Gradients gather: each input position sums over the
 //! output positions whose window holds it; max pooling's gradient goes to
 //! the first maximal element of each window. Padding and window checks
-//! guard every load.
+//! guard every load. With `groups` G, filter f reads input channels
+//! `(f / (F/G))·(C/G) ..` (the filter's second dim is C/G).
 
 use super::{Ctx, Em};
-use ckopt_ir::ops::{conv_params, pool_params};
+use ckopt_ir::ops::{conv_groups, conv_params, pool_params};
 use ckopt_ir::{Diag, OpKind};
 
-/// `y[n,f,oh,ow] = sum_{c,i,j} x[n,c,oh*sh+i-ph,ow*sw+j-pw] * w[f,c,i,j]`.
+/// Filters per group (F/G) of a conv op, checked against the shapes.
+fn filters_per_group(c: &Ctx, f: u64, cg: u64, ch: u64) -> Result<u64, Diag> {
+    let g = conv_groups(&c.op.attrs).map_err(|m| c.bad(m))?;
+    if f % g != 0 || cg.checked_mul(g) != Some(ch) {
+        return Err(c.bad(format!("groups {g} does not fit {ch} channels and {f} filters of {cg} channels")));
+    }
+    Ok(f / g)
+}
+
+/// The first input channel of filter `fi`'s group: `(fi / fg)·cg` (0 without groups).
+fn group_base(em: &mut Em, fi: &str, fg: u64, f: u64, cg: u64) -> Option<String> {
+    (fg != f).then(|| {
+        let g = em.idiv_c(fi, fg);
+        em.imul_c(&g, cg)
+    })
+}
+
+/// `y[n,f,oh,ow] = sum_{c<C/G,i,j} x[n,base(f)+c,oh*sh+i-ph,ow*sw+j-pw] * w[f,c,i,j]`.
 pub(super) fn conv2d(em: &mut Em, c: &Ctx) -> Result<String, Diag> {
     let (x, w) = (c.xs(0), c.xs(1));
     let (s, p) = conv_params(&c.op.attrs).map_err(|m| c.bad(m))?;
+    let fg = filters_per_group(c, w[0], w[1], x[1])?;
     let yi = em.delin(c.idx, &c.ys); // n f oh ow
+    let base = group_base(em, &yi[1], fg, w[0], w[1]);
     let (mx, mw) = (c.ins[0].clone(), c.ins[1].clone());
     let zero = em.cf(0.0);
-    Ok(em.loops_acc(&[x[1], w[2], w[3]], &zero, &mut |em, ivs, acc| {
+    Ok(em.loops_acc(&[w[1], w[2], w[3]], &zero, &mut |em, ivs, acc| {
         let (ci, i, j) = (&ivs[0], &ivs[1], &ivs[2]);
         let hh = window_input(em, &yi[2], i, s[0], p[0]);
         let ww = window_input(em, &yi[3], j, s[1], p[1]);
-        let xi = vec![yi[0].clone(), ci.clone(), hh.clone(), ww.clone()];
+        let xc = match &base {
+            Some(b) => em.iadd(b, ci),
+            None => ci.clone(),
+        };
+        let xi = vec![yi[0].clone(), xc, hh.clone(), ww.clone()];
         let wi = vec![yi[1].clone(), ci.clone(), i.clone(), j.clone()];
         add_in_bounds(em, p, (&hh, &ww), (x[2], x[3]), acc, &mut |em| {
             let xv = em.load_at(&mx, &xi, &x);
@@ -30,20 +54,32 @@ pub(super) fn conv2d(em: &mut Em, c: &Ctx) -> Result<String, Diag> {
     }))
 }
 
-/// `dx[n,c,h,w] = sum_{f,i,j} dy[n,f,oh,ow] * w[f,c,i,j]`, `oh*sh = h+ph-i`, `ow*sw = w+pw-j`.
+/// `dx[n,c,h,w] = sum_{f of c's group,i,j} dy[n,f,oh,ow] * w[f,c mod (C/G),i,j]`, `oh*sh = h+ph-i`, `ow*sw = w+pw-j`.
 pub(super) fn conv2d_grad_input(em: &mut Em, c: &Ctx) -> Result<String, Diag> {
     let (dy, w) = (c.xs(0), c.xs(1));
     let (s, p) = conv_params(&c.op.attrs).map_err(|m| c.bad(m))?;
+    let fg = filters_per_group(c, w[0], w[1], c.ys[1])?;
     let yi = em.delin(c.idx, &c.ys); // n c h w
+    // Group g = c / cg: filters g·fg + m (m < fg), filter channel c mod cg.
+    let grouped = (fg != w[0]).then(|| {
+        let g = em.idiv_c(&yi[1], w[1]);
+        let f0 = em.imul_c(&g, fg);
+        let cl = em.irem_c(&yi[1], w[1]);
+        (f0, cl)
+    });
     let (mdy, mw) = (c.ins[0].clone(), c.ins[1].clone());
     let zero = em.cf(0.0);
-    Ok(em.loops_acc(&[w[0], w[2], w[3]], &zero, &mut |em, ivs, acc| {
-        let (fi, i, j) = (&ivs[0], &ivs[1], &ivs[2]);
+    Ok(em.loops_acc(&[fg, w[2], w[3]], &zero, &mut |em, ivs, acc| {
+        let (m, i, j) = (&ivs[0], &ivs[1], &ivs[2]);
+        let (fi, cl) = match &grouped {
+            Some((f0, cl)) => (em.iadd(f0, m), cl.clone()),
+            None => (m.clone(), yi[1].clone()),
+        };
         let (oh, ch) = strided_source(em, &yi[2], p[0], i, s[0], dy[2]);
         let (ow, cw) = strided_source(em, &yi[3], p[1], j, s[1], dy[3]);
         let cond = em.and(&ch, &cw);
         let dyi = vec![yi[0].clone(), fi.clone(), oh, ow];
-        let wi = vec![fi.clone(), yi[1].clone(), i.clone(), j.clone()];
+        let wi = vec![fi, cl, i.clone(), j.clone()];
         em.add_if(&cond, acc, &mut |em| {
             let a = em.load_at(&mdy, &dyi, &dy);
             let b = em.load_at(&mw, &wi, &w);
@@ -52,18 +88,23 @@ pub(super) fn conv2d_grad_input(em: &mut Em, c: &Ctx) -> Result<String, Diag> {
     }))
 }
 
-/// `dw[f,c,i,j] = sum_{n,oh,ow} dy[n,f,oh,ow] * x[n,c,oh*sh+i-ph,ow*sw+j-pw]`.
+/// `dw[f,c,i,j] = sum_{n,oh,ow} dy[n,f,oh,ow] * x[n,base(f)+c,oh*sh+i-ph,ow*sw+j-pw]`.
 pub(super) fn conv2d_grad_filter(em: &mut Em, c: &Ctx) -> Result<String, Diag> {
     let (x, dy) = (c.xs(0), c.xs(1));
     let (s, p) = conv_params(&c.op.attrs).map_err(|m| c.bad(m))?;
+    let fg = filters_per_group(c, c.ys[0], c.ys[1], x[1])?;
     let yi = em.delin(c.idx, &c.ys); // f c i j
+    let xc = match group_base(em, &yi[0], fg, c.ys[0], c.ys[1]) {
+        Some(b) => em.iadd(&b, &yi[1]),
+        None => yi[1].clone(),
+    };
     let (mx, mdy) = (c.ins[0].clone(), c.ins[1].clone());
     let zero = em.cf(0.0);
     Ok(em.loops_acc(&[dy[0], dy[2], dy[3]], &zero, &mut |em, ivs, acc| {
         let (n, oh, ow) = (&ivs[0], &ivs[1], &ivs[2]);
         let hh = window_input(em, oh, &yi[2], s[0], p[0]);
         let ww = window_input(em, ow, &yi[3], s[1], p[1]);
-        let xi = vec![n.clone(), yi[1].clone(), hh.clone(), ww.clone()];
+        let xi = vec![n.clone(), xc.clone(), hh.clone(), ww.clone()];
         let dyi = vec![n.clone(), yi[0].clone(), oh.clone(), ow.clone()];
         add_in_bounds(em, p, (&hh, &ww), (x[2], x[3]), acc, &mut |em| {
             let a = em.load_at(&mdy, &dyi, &dy);

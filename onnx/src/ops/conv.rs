@@ -86,8 +86,16 @@ fn conv(imp: &mut Importer<'_>, a: &NodeAttrs<'_>, ins: &[Option<Val>]) -> R<Val
     if sx.len() != 4 || sw.len() != 4 {
         return Err(imp.err(format!("only 2-D convolutions (NCHW input, 4-D filter) are supported, got {sx:?} and {sw:?}")));
     }
-    if a.int("group", 1) != 1 {
-        return Err(imp.err(format!("group {} is not supported (only 1)", a.int("group", 1))));
+    // group G: X has C = G·(W's second dim) channels, W's M filters split in G groups.
+    let g = a.int("group", 1);
+    if g < 1 {
+        return Err(imp.err(format!("group {g} must be >= 1")));
+    }
+    let g = g as u64;
+    if sw[1].checked_mul(g) != Some(sx[1]) || sw[0] % g != 0 {
+        return Err(imp.err(format!(
+            "group {g} does not fit X {sx:?} and W {sw:?} (needs C = group · W[1] and W[0] divisible by group)"
+        )));
     }
     check_ones(imp, a, "dilations")?;
     if let Some(k) = a.ints("kernel_shape")
@@ -108,7 +116,10 @@ fn conv(imp: &mut Importer<'_>, a: &NodeAttrs<'_>, ins: &[Option<Val>]) -> R<Val
         x = pad_hw(imp, x, p, 0.0)?;
         pad = [0, 0];
     }
-    let at = attrs([("stride", ints(&s)), ("padding", ints(&pad))]);
+    let mut at = attrs([("stride", ints(&s)), ("padding", ints(&pad))]);
+    if g > 1 {
+        at.insert("groups".into(), Attr::Int(g as i64));
+    }
     let y = imp.push(OpKind::Conv2d, &[x, w], at, None)?;
     match ins.get(2).cloned().flatten() {
         Some(b) => {

@@ -1,4 +1,5 @@
-//! Static flop counts (docs/memory.md): matmul 2·M·N·K, conv 2·N·F·C·KH·KW·OH·OW,
+//! Static flop counts (docs/memory.md): matmul 2·M·N·K, conv 2·N·F·(C/G)·KH·KW·OH·OW
+//! (G = `groups`: each filter reads C/G channels, the filter's second dim),
 //! everything else one per result element (reductions: one per input element;
 //! cross_entropy and its gradient: 4 per logit; gather_grad and
 //! take_along_grad: one add per dy element).
@@ -19,12 +20,13 @@ pub fn op_flops(f: &Func, op: &Op) -> u64 {
             out.elems().saturating_mul(k).saturating_mul(2)
         }
         OpKind::Conv2d => {
-            // out = [N, F, OH, OW], filter [F, C, KH, KW]
+            // out = [N, F, OH, OW], filter [F, C/groups, KH, KW]: C/groups
+            // multiply-adds per tap, so grouped convs count 1/groups of the dense ones
             let w = ins[1];
             out.elems().saturating_mul(w.shape[1] * w.shape[2] * w.shape[3]).saturating_mul(2)
         }
         OpKind::Conv2dGradInput => {
-            // same multiply-adds as the forward conv: dy elems * C*KH*KW
+            // same multiply-adds as the forward conv: dy elems * (C/groups)*KH*KW
             let (dy, w) = (ins[0], ins[1]);
             dy.elems().saturating_mul(w.shape[1] * w.shape[2] * w.shape[3]).saturating_mul(2)
         }

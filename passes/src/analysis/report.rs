@@ -207,6 +207,40 @@ mod tests {
         assert_eq!(r.temp_peak_bytes, 0);
     }
 
+    /// Grouped convs count 1/groups of the dense multiply-adds: depthwise
+    /// 2·N·F·KH·KW·OH·OW, and its gradients the same.
+    #[test]
+    fn grouped_conv_flops_divide_by_groups() {
+        let r = report(
+            r#"module {
+  func.func @c(%x: tensor<1x4x8x8xf32>, %w: tensor<4x1x3x3xf32>, %v: tensor<6x2x3x3xf32>) -> (tensor<1x4x8x8xf32>, tensor<1x6x8x8xf32>) {
+    %y = "ck.conv2d"(%x, %w) {groups = 4 : i64, padding = [1, 1]} : (tensor<1x4x8x8xf32>, tensor<4x1x3x3xf32>) -> tensor<1x4x8x8xf32>
+    %z = "ck.conv2d"(%x, %v) {groups = 2 : i64, padding = [1, 1]} : (tensor<1x4x8x8xf32>, tensor<6x2x3x3xf32>) -> tensor<1x6x8x8xf32>
+    "ck.return"(%y, %z) : (tensor<1x4x8x8xf32>, tensor<1x6x8x8xf32>) -> ()
+  }
+}"#,
+        );
+        // depthwise: 2 · 4 filters · 1 channel · 9 taps · 64 positions (the dense conv: 4x that)
+        assert_eq!(r.forward_flops, 2 * 4 * 9 * 64);
+        // groups 2: 2 · 6 filters · 2 channels · 9 taps · 64 positions
+        assert_eq!(r.backward_flops, 2 * 6 * 2 * 9 * 64);
+        let m = ckopt_ir::parse_and_verify(
+            r#"module {
+  func.func @g(%x: tensor<1x4x8x8xf32>, %w: tensor<4x1x3x3xf32>, %dy: tensor<1x4x8x8xf32>) -> (tensor<1x4x8x8xf32>, tensor<4x1x3x3xf32>) {
+    %dx = "ck.conv2d_grad_input"(%dy, %w) {groups = 4 : i64, padding = [1, 1]} : (tensor<1x4x8x8xf32>, tensor<4x1x3x3xf32>) -> tensor<1x4x8x8xf32>
+    %dw = "ck.conv2d_grad_filter"(%x, %dy) {groups = 4 : i64, padding = [1, 1]} : (tensor<1x4x8x8xf32>, tensor<1x4x8x8xf32>) -> tensor<4x1x3x3xf32>
+    "ck.return"(%dx, %dw) : (tensor<1x4x8x8xf32>, tensor<4x1x3x3xf32>) -> ()
+  }
+}"#,
+            "g.ck",
+        )
+        .expect("parses");
+        let f = &m.funcs[0];
+        for op in &f.body[..2] {
+            assert_eq!(crate::analysis::flops::op_flops(f, op), 2 * 4 * 9 * 64, "ck.{}", op.kind.name());
+        }
+    }
+
     /// The JSON object has exactly the keys of docs/memory.md, arena null before memplan.
     #[test]
     fn json_keys_are_the_spec_ones() {

@@ -351,13 +351,19 @@ impl CudaExecutor {
         self.launch(f, &l, &args)
     }
 
+    /// A convolution as im2col/col2im of each image plus one GEMM per image,
+    /// batched over the groups (group g: filters `g·F/G ..`, column rows
+    /// `g·(C/G)·KH·KW ..`, output planes `g·F/G ..`).
     fn conv(&self, cv: &Conv) -> Result<(), RuntimeError> {
         let (x, w, y, ws) = (self.ptr(&cv.x), self.ptr(&cv.wt), self.ptr(&cv.y), self.workspace.ptr);
-        let ckk = cv.c * cv.kh * cv.kw;
+        let groups = cv.groups.max(1);
+        let (fg, cgkk) = (cv.fg(), cv.cg() * cv.kh * cv.kw);
         let ohw = cv.oh * cv.ow;
         let chw = cv.c * cv.h * cv.w;
         let fohw = cv.f * ohw;
-        let one = |trans_a, trans_b, m, n, k, a, b, c, beta| GemmCall {
+        // Per-group blocks: W_g (Fg x CgKK), cols_g (CgKK x OHW), y_g (Fg x OHW).
+        let (w_g, cols_g, y_g) = (fg * cgkk, cgkk * ohw, fg * ohw);
+        let batched = |trans_a, trans_b, m, n, k, (a, sa), (b, sb), (c, sc), beta| GemmCall {
             trans_a,
             trans_b,
             m,
@@ -366,10 +372,10 @@ impl CudaExecutor {
             a,
             b,
             c,
-            batch: 1,
-            stride_a: 0,
-            stride_b: 0,
-            stride_c: 0,
+            batch: groups,
+            stride_a: sa,
+            stride_b: sb,
+            stride_c: sc,
             beta,
             dtype: DType::F32,
         };
@@ -378,24 +384,24 @@ impl CudaExecutor {
             match cv.kind {
                 ConvKind::Forward => {
                     self.cols(self.module.im2col, LIB_IM2COL, cv, xi, ws, cv.cols())?;
-                    // y[img] (F x OHW) = W (F x CKK) . cols (CKK x OHW)
-                    self.gemm_call(&one(false, false, cv.f, ohw, ckk, w, ws, yi, 0.0))?;
+                    // y[img]_g (Fg x OHW) = W_g (Fg x CgKK) . cols_g (CgKK x OHW)
+                    self.gemm_call(&batched(false, false, fg, ohw, cgkk, (w, w_g), (ws, cols_g), (yi, y_g), 0.0))?;
                 }
                 ConvKind::GradInput => {
-                    // cols (CKK x OHW) = W^T (CKK x F) . dy[img] (F x OHW)
-                    self.gemm_call(&one(true, false, ckk, ohw, cv.f, w, yi, ws, 0.0))?;
+                    // cols_g (CgKK x OHW) = W_g^T (CgKK x Fg) . dy[img]_g (Fg x OHW)
+                    self.gemm_call(&batched(true, false, cgkk, ohw, fg, (w, w_g), (yi, y_g), (ws, cols_g), 0.0))?;
                     self.cols(self.module.col2im, LIB_COL2IM, cv, ws, xi, chw)?;
                 }
                 ConvKind::GradFilter => {
                     self.cols(self.module.im2col, LIB_IM2COL, cv, xi, ws, cv.cols())?;
-                    // dW (F x CKK) (+)= dy[img] (F x OHW) . cols^T (OHW x CKK)
+                    // dW_g (Fg x CgKK) (+)= dy[img]_g (Fg x OHW) . cols_g^T (OHW x CgKK)
                     let beta = if img > 0 { 1.0 } else { 0.0 };
-                    self.gemm_call(&one(false, true, cv.f, ckk, ohw, yi, ws, w, beta))?;
+                    self.gemm_call(&batched(false, true, fg, cgkk, ohw, (yi, y_g), (ws, cols_g), (w, w_g), beta))?;
                 }
             }
         }
         if cv.n == 0 && cv.kind == ConvKind::GradFilter {
-            self.module.dev.zero(w, 4 * cv.f * ckk)?;
+            self.module.dev.zero(w, 4 * cv.filter_elems())?;
         }
         Ok(())
     }

@@ -205,3 +205,59 @@ fn scatter_adds_and_loss_gradient_at_split_sizes_are_the_interpreters_bits_on_1_
         }
     }
 }
+
+/// Grouped and depthwise convolutions and their gradients at sizes where
+/// the work splits across threads (the depthwise loops by plane or filter,
+/// the per-group GEMMs by runs of groups): the same bits on 1 and 2
+/// threads; the depthwise loops sum in the interpreter's order (its bits),
+/// the grouped GEMMs within 1e-4 of it.
+#[test]
+fn grouped_and_depthwise_convs_at_split_sizes_give_the_same_bits_on_1_and_2_threads() {
+    use ckopt_ir::{Attr, Func, Loc, OpKind, TensorType, attrs};
+    let t = |s: &[u64]| TensorType::f32(s.to_vec());
+    // (name, x, w, y, stride, padding, groups)
+    #[allow(clippy::type_complexity)]
+    let cases: [(&str, [u64; 4], [u64; 4], [u64; 4], i64, i64, i64); 3] = [
+        ("depthwise", [4, 32, 20, 20], [32, 1, 3, 3], [4, 32, 20, 20], 1, 1, 32),
+        ("depthwise_mult2_s2", [4, 16, 21, 21], [32, 1, 5, 5], [4, 32, 11, 11], 2, 2, 16),
+        ("groups16", [2, 128, 12, 12], [128, 8, 3, 3], [2, 128, 12, 12], 1, 1, 16),
+    ];
+    let mut checked = 0;
+    for (name, xs, ws, ys, s, p, g) in cases {
+        let at = || attrs([("stride", Attr::IntArray(vec![s, s])), ("padding", Attr::IntArray(vec![p, p])), ("groups", Attr::Int(g))]);
+        for kind in [OpKind::Conv2d, OpKind::Conv2dGradInput, OpKind::Conv2dGradFilter] {
+            let (a, b, res) = match kind {
+                OpKind::Conv2d => (xs, ws, None),
+                OpKind::Conv2dGradInput => (ys, ws, Some(t(&xs))),
+                _ => (xs, ys, Some(t(&ws))),
+            };
+            let mut f = Func::new(format!("{name}_{}", kind.name()), Loc::unknown());
+            let va = f.add_param("a", t(&a), false);
+            let vb = f.add_param("b", t(&b), false);
+            let r = f.push(kind, &[va, vb], at(), res, "y", Loc::unknown()).expect("op");
+            f.push_return(&[r], Loc::unknown());
+            naive_plan(&mut f);
+            let inputs = random_inputs(&f, 11);
+            let module = Module { funcs: vec![f.clone()] };
+            let want = run_func(&module, &f.name, &inputs).expect("interp runs");
+            let mut runs = Vec::new();
+            for threads in [1, 2] {
+                let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("pool");
+                let got = pool.install(|| CpuExecutor::new(&f).and_then(|mut e| e.step(&inputs))).expect("cpu runs");
+                assert_eq!(got[0].shape, want[0].shape, "@{}", f.name);
+                runs.push(got[0].data.clone());
+            }
+            let diff = runs[0].iter().zip(&runs[1]).position(|(a, b)| a.to_bits() != b.to_bits());
+            assert_eq!(diff, None, "@{}: 1 and 2 threads differ at element", f.name);
+            let exact = ws[1] == 1; // depthwise: the direct loops
+            if exact {
+                let diff = runs[0].iter().zip(&want[0].data).position(|(a, b)| a.to_bits() != b.to_bits());
+                assert_eq!(diff, None, "@{}: not the interpreter's bits at element", f.name);
+            } else if let Err(e) = close(&runs[0], &want[0].data) {
+                panic!("@{}: {e}", f.name);
+            }
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 9);
+}

@@ -565,12 +565,12 @@ def _conv(cx, a, k):
         raise cx.unsupported(f"convolution of rank {len(x.shape)} (ckopt has conv2d, NCHW)")
     if transposed:
         raise cx.unsupported("transposed convolution")
-    if groups != 1:
-        raise cx.unsupported(f"grouped convolution (groups={groups})")
     if any(d != 1 for d in dilation):
         raise cx.unsupported(f"dilated convolution (dilation={list(dilation)})")
     shape = cx.out_shape()
-    y = cx.b.op("conv2d", [x, w], cx.t(shape), f"padding = {ints(padding)}, stride = {ints(stride)}")
+    # groups > 1: grouped and depthwise convolutions (the filter is [F, C/groups, KH, KW]).
+    grp = f"groups = {int(groups)} : i64, " if groups != 1 else ""
+    y = cx.b.op("conv2d", [x, w], cx.t(shape), f"{grp}padding = {ints(padding)}, stride = {ints(stride)}")
     if b is not None:
         y = cx.b.op("add", [y, cx.b.op("broadcast", [cx.val(b)], y.type, "dims = [1]")], y.type)
     return y

@@ -167,7 +167,7 @@ def _expr(op: dict, a: list[str], types: dict, out: str | None) -> str:
         w = list(at.get("window", []))
         st = list(at.get("stride", w or [1, 1]))
         p = list(at.get("padding", [0, 0]))
-        return _WINDOW_OPS[k].format(*a, s=st, p=p, w=w, shape=shape)
+        return _WINDOW_OPS[k].format(*a, s=st, p=p, w=w, shape=shape, g=int(at.get("groups", 1)))
     if k == "gather":
         ax = int(at["axis"])
         return f"torch.index_select({a[0]}, {ax}, {a[1]}.reshape(-1)).reshape({shape!r})"
@@ -193,11 +193,12 @@ def _expr(op: dict, a: list[str], types: dict, out: str | None) -> str:
     raise UnsupportedError(f"ck.{k}", None, "no torch call for this op in the aten executor (use executor='ckopt')")
 
 
-# Convolution and pooling: torch calls with the op's stride/padding/window.
+# Convolution and pooling: torch calls with the op's stride/padding/window
+# (and the convolutions' groups, dilation 1).
 _WINDOW_OPS = {
-    "conv2d": "torch.conv2d({0}, {1}, None, {s!r}, {p!r})",
-    "conv2d_grad_input": "torch.nn.grad.conv2d_input({shape!r}, {1}, {0}, {s!r}, {p!r})",
-    "conv2d_grad_filter": "torch.nn.grad.conv2d_weight({0}, {shape!r}, {1}, {s!r}, {p!r})",
+    "conv2d": "torch.conv2d({0}, {1}, None, {s!r}, {p!r}, 1, {g})",
+    "conv2d_grad_input": "torch.nn.grad.conv2d_input({shape!r}, {1}, {0}, {s!r}, {p!r}, 1, {g})",
+    "conv2d_grad_filter": "torch.nn.grad.conv2d_weight({0}, {shape!r}, {1}, {s!r}, {p!r}, 1, {g})",
     "max_pool2d": "torch.max_pool2d({0}, {w!r}, {s!r})",
     "max_pool2d_grad": "_maxpool_grad({0}, {1}, {w!r}, {s!r})",
     "avg_pool2d": "torch.nn.functional.avg_pool2d({0}, {w!r}, {s!r})",
