@@ -5,8 +5,10 @@ one run on the same models (CPU; CUDA too when a device is present).
 For each model and method: the median step time (forward + backward, grads
 set to None before each step) and the measured peak of tensor allocations
 during one step (CPU: torch.profiler's memory events, the running sum of
-allocations minus frees from the step's start; CUDA: max_memory_allocated
-above what was allocated before the step), and for ckopt its planned peak
+allocations minus frees from the step's start, plus, for executor="ckopt",
+the arenas and workspaces its compiled halves hold outside torch's
+allocator; CUDA: max_memory_allocated above what was allocated before the
+step), and for ckopt its planned peak
 (`peak_bytes` of ckopt's memory report: values live in the step, results,
 i.e. the loss and the gradients, included) beside the measured one.
 
@@ -149,6 +151,17 @@ def measured_peak(model, batch, device):
     return best
 
 
+def ckopt_resident(model):
+    """Bytes executor="ckopt" holds across steps, allocated once per compiled
+    module and so outside the step's profiler window: the arena its two
+    halves share (a torch tensor) and their workspaces (im2col columns,
+    f32 copies of bf16 GEMM operands). Added to the measured peak."""
+    runner = getattr(model._cap(), "runner", None) if isinstance(model, ct.CompiledModule) else None
+    if runner is None or not hasattr(runner, "arena"):
+        return 0
+    return runner.arena.numel() + sum(int((c.report or {}).get("workspace_bytes", 0)) for c in (runner.cf, runner.cb))
+
+
 def step_time(model, batch, steps, device):
     step(model, batch)  # warm-up (torch.compile compiles here)
     ts = []
@@ -241,7 +254,7 @@ def main(argv=None):
                 else:
                     try:
                         row["step_ms"] = step_time(m, batch, args.steps, device) * 1e3
-                        row["peak_bytes"] = measured_peak(m, batch, device)
+                        row["peak_bytes"] = measured_peak(m, batch, device) + ckopt_resident(m)
                     except Exception as e:
                         row["error"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:200]
                     if planned is not None:

@@ -473,9 +473,11 @@ impl Compiled {
     /// elements (little-endian, exactly its bytes), `outs[j]` receives
     /// result j's. On the cpu backend the arguments are read in place (no
     /// copy into the executor's buffers) and each result is copied once;
-    /// elsewhere this goes through `run`. Errors: `Input` (counts, byte
-    /// sizes, a donated argument on cpu), `Run`.
-    pub fn run_borrowed(&mut self, args: &[&[u8]], outs: &mut [&mut [u8]]) -> Result<(), Error> {
+    /// elsewhere this goes through `run`. `arena` (cpu only, ignored
+    /// elsewhere): the caller's memory for the step's values, at least
+    /// `arena_bytes()`, 64-byte aligned. Errors: `Input` (counts, byte
+    /// sizes, a donated argument on cpu, a short or misaligned arena), `Run`.
+    pub fn run_borrowed(&mut self, args: &[&[u8]], outs: &mut [&mut [u8]], arena: Option<&mut [u8]>) -> Result<(), Error> {
         let input = |d: Diag| Error::new(ErrorKind::Input, d, None);
         let f = &self.func;
         let bytes = |t: &ckopt_ir::TensorType| t.shape.iter().product::<u64>().saturating_mul(t.dtype.bytes());
@@ -496,9 +498,16 @@ impl Compiled {
                 return Err(input(Diag::error(f.loc.clone(), m)));
             }
         }
+        let need = self.arena_bytes();
+        if let Some(a) = &arena
+            && ((a.len() as u64) < need || a.as_ptr() as usize % 64 != 0)
+        {
+            let m = format!("the arena for @{} needs {need} bytes at a 64-byte aligned address, got {} bytes", f.name, a.len());
+            return Err(input(Diag::error(f.loc.clone(), m)));
+        }
         #[allow(irrefutable_let_patterns)]
         if let Some(ckopt_runtime::Executor::Cpu(e)) = &mut self.exec {
-            e.run_borrowed(args, outs).map_err(|d| Error::new(ErrorKind::Run, d, None))?;
+            e.run_borrowed(args, outs, arena).map_err(|d| Error::new(ErrorKind::Run, d, None))?;
             self.last = Some(e.report());
             return Ok(());
         }
@@ -516,6 +525,15 @@ impl Compiled {
             o.copy_from_slice(&t.to_le_bytes());
         }
         Ok(())
+    }
+
+    /// The bytes of the arena the function was planned into (`ck.arena_bytes`;
+    /// 0 on the interpreter).
+    pub fn arena_bytes(&self) -> u64 {
+        if self.exec.is_none() {
+            return 0;
+        }
+        self.func.attrs.get("ck.arena_bytes").and_then(|a| a.as_int()).unwrap_or(0).max(0) as u64
     }
 
     /// What the last `run` measured (backend, step time, arena bytes allocated, ...).

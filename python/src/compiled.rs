@@ -1,6 +1,6 @@
 //! `ckopt.Compiled`: one function compiled for a target, run with arrays.
 
-use crate::convert::{ArgInfo, arg_infos, raw_array, tensor_to_py, tensors_from_args};
+use crate::convert::{ArgInfo, arg_infos, raw_array, raw_bytes, tensor_to_py, tensors_from_args};
 use crate::errors::{Failure, attached, detached};
 use crate::json_value;
 use crate::module::api;
@@ -76,8 +76,13 @@ impl Compiled {
     /// result is written once into its output; other targets convert. A
     /// CPU torch tensor `t` gives such an array as `t.numpy()` (bf16:
     /// `t.view(torch.int16).numpy()`), sharing its memory. Outputs may not
-    /// overlap each other or an input.
-    fn run_into(&self, py: Python<'_>, inputs: &Bound<'_, PyAny>, outputs: &Bound<'_, PyAny>) -> PyResult<()> {
+    /// overlap each other or an input. `arena` (cpu): a writable 1-d uint8
+    /// array of at least `arena_bytes` bytes, 64-byte aligned, that holds
+    /// the step's values instead of the executor's own arena (so functions
+    /// that never run at once can share one buffer); it may not overlap an
+    /// input or output.
+    #[pyo3(signature = (inputs, outputs, arena=None))]
+    fn run_into(&self, py: Python<'_>, inputs: &Bound<'_, PyAny>, outputs: &Bound<'_, PyAny>, arena: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
         let ins: Vec<Bound<'_, PyAny>> = inputs.try_iter()?.collect::<PyResult<_>>()?;
         let outs: Vec<Bound<'_, PyAny>> = outputs.try_iter()?.collect::<PyResult<_>>()?;
         let call = format!("@{}", self.func);
@@ -107,6 +112,16 @@ impl Compiled {
                 return Err(PyValueError::new_err(format!("result {j} of {call}: its output array overlaps another output or an input")));
             }
         }
+        let ar = match arena {
+            None => None,
+            Some(obj) => {
+                let ab = raw_bytes(obj, &format!("the arena of {call}"))?;
+                if r.iter().chain(&a).any(|&p| overlaps(ab, p)) {
+                    return Err(PyValueError::new_err(format!("the arena of {call} overlaps an input or an output")));
+                }
+                Some(ab)
+            }
+        };
         let src = self.source.as_deref().map(|s| s.as_str());
         detached(py, || {
             // SAFETY: each (address, length) is the memory of a live ndarray held by
@@ -114,7 +129,9 @@ impl Compiled {
             let args: Vec<&[u8]> = a.iter().map(|&(p, n)| if n == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(p as *const u8, n) } }).collect();
             let mut res: Vec<&mut [u8]> =
                 r.iter().map(|&(p, n)| if n == 0 { &mut [][..] } else { unsafe { std::slice::from_raw_parts_mut(p as *mut u8, n) } }).collect();
-            lock(&self.inner).run_borrowed(&args, &mut res).map_err(api(src))
+            // SAFETY: as above, for the arena (checked writable and disjoint).
+            let arena = ar.map(|(p, n)| unsafe { std::slice::from_raw_parts_mut(p as *mut u8, n) });
+            lock(&self.inner).run_borrowed(&args, &mut res, arena).map_err(api(src))
         })?;
         Ok(())
     }
@@ -153,6 +170,13 @@ impl Compiled {
     #[getter]
     fn arguments(&self) -> Vec<(String, Vec<u64>, &'static str)> {
         self.args.iter().map(|a| (a.name.clone(), a.ty.shape.clone(), a.ty.dtype.name())).collect()
+    }
+
+    /// Bytes of the arena the function was planned into (the `arena` of
+    /// `run_into` needs at least this many; 0 on the interpreter).
+    #[getter]
+    fn arena_bytes(&self) -> u64 {
+        lock(&self.inner).arena_bytes()
     }
 
     /// The results as `(shape, dtype)` tuples (`((32, 64), "f32")`), in order.

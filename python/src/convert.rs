@@ -264,6 +264,23 @@ pub fn raw_array(obj: &Bound<'_, PyAny>, ty: &TensorType, what: &str, writable: 
     Ok((data, arr.len() * size))
 }
 
+/// The memory of a writable, C-contiguous 1-d uint8 numpy array (an arena
+/// for `Compiled.run_into`): address and byte length.
+pub fn raw_bytes(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<(usize, usize)> {
+    let bad = || PyValueError::new_err(format!("{what} must be a writable, C-contiguous 1-d uint8 numpy array"));
+    let arr = obj.cast::<PyUntypedArray>().map_err(|_| bad())?;
+    let dt = arr.dtype();
+    if dt.kind() != b'u' || dt.itemsize() != 1 || arr.ndim() != 1 || !arr.is_c_contiguous() {
+        return Err(bad());
+    }
+    // SAFETY: a live ndarray (held by the caller for the call).
+    let (data, flags) = unsafe { ((*arr.as_array_ptr()).fields.data as usize, (*arr.as_array_ptr()).fields.flags) };
+    if flags & numpy::npyffi::NPY_ARRAY_WRITEABLE == 0 {
+        return Err(bad());
+    }
+    Ok((data, PyUntypedArrayMethods::len(arr)))
+}
+
 fn type_name(obj: &Bound<'_, PyAny>) -> String {
     obj.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "an object".into())
 }

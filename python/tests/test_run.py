@@ -211,3 +211,28 @@ def test_run_into_errors_name_the_argument(mlp):
         c.run_into(ins, outs[:1] + [ro] + outs[2:])
     with pytest.raises(ValueError, match="result 1 of @mlp_grad: its output array overlaps"):
         c.run_into(ins, outs[:1] + [ins[2]] + outs[2:])
+
+
+def test_run_into_with_a_shared_arena(mlp):
+    g = mlp.optimize("autodiff,inplace,remat{mode=sqrt},fuse,memplan")
+    c = g.compile("mlp_grad", "cpu")
+    f = g.compile("mlp", "cpu")
+    assert c.arena_bytes > 0 and f.arena_bytes > 0
+    ins = c.random_inputs(4)
+    want = c.run(*ins)
+    want_f = f.run(*ins[: len(f.arguments)])
+    raw = np.zeros(max(c.arena_bytes, f.arena_bytes) + 64, np.uint8)
+    arena = raw[(-raw.ctypes.data) % 64 :][: max(c.arena_bytes, f.arena_bytes)]
+    outs = [np.zeros(shape, np.float32) for shape, _ in c.results]
+    outs_f = [np.zeros(shape, np.float32) for shape, _ in f.results]
+    for _ in range(2):  # the two functions take turns in one buffer
+        c.run_into(ins, outs, arena)
+        f.run_into(ins[: len(f.arguments)], outs_f, arena)
+        for o, w in zip(outs + outs_f, want + want_f):
+            np.testing.assert_array_equal(o, w)
+    with pytest.raises(ckopt.Error, match=f"the arena for @mlp_grad needs {c.arena_bytes} bytes"):
+        c.run_into(ins, outs, arena[: c.arena_bytes - 1])
+    with pytest.raises(ckopt.Error, match="64-byte aligned"):
+        c.run_into(ins, outs, raw[((-raw.ctypes.data) % 64) + 1 :][: c.arena_bytes])
+    with pytest.raises(ValueError, match="uint8"):
+        c.run_into(ins, outs, np.zeros(c.arena_bytes, np.float32))

@@ -152,6 +152,9 @@ pub struct CpuExecutor {
     /// argument's buffer (never written: donated arguments are refused).
     /// (Addresses, so the executor stays `Send`.)
     borrowed: Vec<Option<usize>>,
+    /// During `run_borrowed` with an arena: the caller's memory standing in
+    /// for the executor's own arena.
+    borrowed_arena: Option<usize>,
     threads: usize,
     func: Func,
     report: Report,
@@ -236,6 +239,7 @@ impl CpuExecutor {
             lowp,
             lent,
             borrowed,
+            borrowed_arena: None,
             threads: rayon::current_num_threads().max(1),
             func: func.clone(),
             report,
@@ -318,7 +322,10 @@ impl CpuExecutor {
 
     fn base(&mut self, b: BufId) -> *mut f32 {
         match b {
-            BufId::Arena => self.arena.as_mut_slice().as_mut_ptr() as *mut f32,
+            BufId::Arena => match self.borrowed_arena {
+                Some(p) => p as *mut f32,
+                None => self.arena.as_mut_slice().as_mut_ptr() as *mut f32,
+            },
             BufId::Workspace => self.workspace.as_mut_slice().as_mut_ptr() as *mut f32,
             BufId::Arg(i) => match self.borrowed.get(i as usize).copied().flatten() {
                 Some(p) => p as *mut f32,
@@ -331,7 +338,12 @@ impl CpuExecutor {
     /// `run_borrowed`).
     fn buf_slice(&self, b: BufId) -> &[u8] {
         match b {
-            BufId::Arena => self.arena.as_slice(),
+            BufId::Arena => match self.borrowed_arena {
+                // SAFETY: `run_borrowed` checked the caller's arena holds `arena_bytes`
+                // and keeps it borrowed while `borrowed_arena` is set.
+                Some(p) => unsafe { std::slice::from_raw_parts(p as *const u8, self.prog.arena_bytes as usize) },
+                None => self.arena.as_slice(),
+            },
             BufId::Workspace => self.workspace.as_slice(),
             BufId::Arg(i) => match self.borrowed.get(i as usize).copied().flatten() {
                 // SAFETY: `run_borrowed` checked the caller's slice has the argument's bytes
@@ -346,8 +358,12 @@ impl CpuExecutor {
     /// `args[i]` (exactly its bytes, little-endian elements of its type) in
     /// place, not copied into the resident buffer; result j is copied into
     /// `outs[j]` (exactly its bytes). Arguments marked `ck.donate` are
-    /// refused (the step would write into them).
-    pub fn run_borrowed(&mut self, args: &[&[u8]], outs: &mut [&mut [u8]]) -> Result<(), Diag> {
+    /// refused (the step would write into them). With `arena`, the step's
+    /// values live in the caller's memory (at least the program's arena
+    /// bytes, 64-byte aligned) instead of the executor's own arena, so two
+    /// executors that never run at once (a forward and its backward) can
+    /// share one buffer; the executor's own arena is then never touched.
+    pub fn run_borrowed(&mut self, args: &[&[u8]], outs: &mut [&mut [u8]], arena: Option<&mut [u8]>) -> Result<(), Diag> {
         let f = &self.func;
         if args.len() != self.args.len() || outs.len() != self.prog.results.len() {
             return Err(diag(
@@ -369,7 +385,16 @@ impl CpuExecutor {
                 return Err(diag(f, format!("result {j} of @{} needs {want} bytes, got {}", f.name, o.len())));
             }
         }
+        if let Some(a) = &arena
+            && ((a.len() as u64) < self.prog.arena_bytes || a.as_ptr() as usize % 64 != 0)
+        {
+            return Err(diag(
+                f,
+                format!("the arena for @{} needs {} bytes at a 64-byte aligned address, got {} bytes at {:p}", f.name, self.prog.arena_bytes, a.len(), a.as_ptr()),
+            ));
+        }
         self.borrowed = args.iter().map(|a| Some(a.as_ptr() as usize)).collect();
+        self.borrowed_arena = arena.map(|a| a.as_mut_ptr() as usize);
         let r = self.run_unchecked();
         if r.is_ok() {
             for (j, o) in outs.iter_mut().enumerate() {
@@ -379,6 +404,7 @@ impl CpuExecutor {
             }
         }
         self.borrowed.iter_mut().for_each(|b| *b = None);
+        self.borrowed_arena = None;
         r
     }
 

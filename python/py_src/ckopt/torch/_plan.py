@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import struct
+import threading
 
 import torch
 
@@ -323,18 +324,34 @@ def _view(t: torch.Tensor):
 
 class _OnMemory:
     """One compiled function run on torch tensors' own memory: the inputs
-    are read in place by ckopt's executor and each result is written once
-    into a new torch tensor (`Compiled.run_into`)."""
+    are read in place by ckopt's executor, its values live in `arena` (a
+    uint8 torch tensor, shared by functions that never run at once), and
+    each result is written once into a new torch tensor
+    (`Compiled.run_into`)."""
 
-    def __init__(self, c):
+    def __init__(self, c, arena: torch.Tensor, lock):
         self.c = c
+        self.arena = arena.numpy()
+        self.lock = lock
         self.out = [(tuple(shape), _TORCH_DT[dt]) for shape, dt in c.results]
 
     def __call__(self, ts) -> tuple:
         ins = [_view(t) for t in ts]
         outs = tuple(torch.empty(shape, dtype=dt) for shape, dt in self.out)
-        self.c.run_into(ins, [_view(o) for o in outs])
+        with self.lock:  # one call at a time in the shared arena
+            self.c.run_into(ins, [_view(o) for o in outs], self.arena)
         return outs
+
+
+def _arena(*compiled) -> torch.Tensor:
+    """One buffer for the values of functions that never run at once: the
+    largest of their arenas (torch's CPU allocator aligns to 64 bytes, as
+    ckopt's kernels expect)."""
+    a = torch.empty(max(c.arena_bytes for c in compiled), dtype=torch.uint8)
+    if a.data_ptr() % 64:
+        a = torch.empty(a.numel() + 64, dtype=torch.uint8)
+        a = a[(-a.data_ptr()) % 64 :][: a.numel() - 64]
+    return a
 
 
 class CkoptRunner:
@@ -343,7 +360,11 @@ class CkoptRunner:
         self.text = s.module.text
         self.cf = s.module.compile(s.forward, target)
         self.cb = s.module.compile(s.backward, target)
-        self._f, self._b = _OnMemory(self.cf), _OnMemory(self.cb)
+        # The forward's and the backward's values in one buffer, allocated
+        # once per compiled module: the two halves never run at once.
+        self.arena = _arena(self.cf, self.cb)
+        lock = threading.Lock()
+        self._f, self._b = _OnMemory(self.cf, self.arena, lock), _OnMemory(self.cb, self.arena, lock)
 
     def fwd(self, *ts):
         return self._f(ts)
@@ -359,7 +380,8 @@ class CkoptForward:
     def __init__(self, module, fname: str, target="cpu"):
         self.module = module
         self.c = module.compile(fname, target)
-        self._f = _OnMemory(self.c)
+        self.arena = _arena(self.c)
+        self._f = _OnMemory(self.c, self.arena, threading.Lock())
 
     def __call__(self, *ts):
         return self._f(ts)
