@@ -1,7 +1,7 @@
 # Type stubs of the native module ckopt._ckopt (hand-written, checked
 # against the module by python/tests/test_api.py::test_stubs_match_the_module).
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal, overload
 
 import numpy as np
@@ -65,6 +65,11 @@ class Module:
 
 class Compiled:
     def run(self, *arrays: ArrayLike) -> list[npt.NDArray[np.float32]]: ...
+    def run_into(self, inputs: Sequence[Any], outputs: Sequence[Any], arena: Any | None = None) -> None: ...
+    @property
+    def arena_bytes(self) -> int: ...
+    @property
+    def results(self) -> list[tuple[list[int], str]]: ...
     @property
     def report(self) -> Report | None: ...
     def memory_report(self) -> Report: ...
