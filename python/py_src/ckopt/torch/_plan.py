@@ -134,6 +134,8 @@ def _expr(op: dict, a: list[str], types: dict, out: str | None) -> str:
         return full if not shape else f"{full}.expand({shape!r})"
     if k == "select":
         return f"torch.where({a[0]}, {a[1]}, {a[2]})"
+    if k == "cast":  # float <-> float rounds to nearest even, as ck.cast
+        return f"{a[0]}.to({_DT[op['dtype']]})"
     if k == "relu_grad":
         return f"torch.ops.aten.threshold_backward({a[1]}, {a[0]}, 0)"
     if k == "broadcast":
@@ -180,8 +182,9 @@ def _expr(op: dict, a: list[str], types: dict, out: str | None) -> str:
         return f"torch.gather({a[0]}, {int(at['axis'])}, {a[1]})"
     if k == "take_along_grad":
         return f"torch.zeros({shape!r}, dtype={_DT[op['dtype']]}, device=_dev).scatter_add_({int(at['axis'])}, {a[0]}, {a[1]})"
-    if k == "cross_entropy":
-        return f"torch.nn.functional.cross_entropy({a[0]}, {a[1]}, ignore_index={int(at.get('ignore_index', -100))})"
+    if k == "cross_entropy":  # f32 of any float logits (ck.cross_entropy's loss is f32)
+        x = a[0] if types[op["operands"][0]][1] == "f32" else f"{a[0]}.float()"
+        return f"torch.nn.functional.cross_entropy({x}, {a[1]}, ignore_index={int(at.get('ignore_index', -100))})"
     if k == "cross_entropy_grad":
         return f"_cross_entropy_grad({a[0]}, {a[1]}, {a[2]}, {int(at.get('ignore_index', -100))})"
     if k == "dropout":
@@ -202,18 +205,20 @@ _WINDOW_OPS = {
     "max_pool2d": "torch.max_pool2d({0}, {w!r}, {s!r})",
     "max_pool2d_grad": "_maxpool_grad({0}, {1}, {w!r}, {s!r})",
     "avg_pool2d": "torch.nn.functional.avg_pool2d({0}, {w!r}, {s!r})",
-    "avg_pool2d_grad": "torch.ops.aten.avg_pool2d_backward({0}, _empty({shape!r}), {w!r}, {s!r}, [0, 0], False, True, None)",
+    "avg_pool2d_grad": "torch.ops.aten.avg_pool2d_backward({0}, _empty({shape!r}, {0}.dtype), {w!r}, {s!r}, [0, 0], False, True, None)",
 }
 
 
 def _cross_entropy_grad(x, labels, dy, ignore):
     """ck.cross_entropy_grad: (softmax - onehot) * dy / count on kept rows,
-    0 on ignored ones, in one [N, C] buffer."""
+    0 on ignored ones, in one [N, C] buffer; computed in f32 and rounded
+    once to the logits' type (bf16/f16)."""
     keep = labels != ignore
-    g = torch.softmax(x, 1)
+    g = torch.softmax(x, 1, dtype=torch.float32)
     rows = torch.arange(x.shape[0], device=x.device)
     g[rows, torch.where(keep, labels, 0)] -= 1.0
-    return g.mul_((keep.to(x.dtype) * (dy / keep.sum())).unsqueeze(1))
+    g.mul_((keep.to(torch.float32) * (dy.to(torch.float32) / keep.sum())).unsqueeze(1))
+    return g if x.dtype == torch.float32 else g.to(x.dtype)
 
 
 def _maxpool_grad(x, dy, window, stride):
@@ -279,7 +284,7 @@ def _namespace(device) -> dict:
     """The globals of generated schedules."""
     return {"torch": torch, "_dev": device, "_dropout": dropout, "_maxpool_grad": _maxpool_grad,
             "_cross_entropy_grad": _cross_entropy_grad,
-            "_empty": lambda shape: torch.empty(shape, device=device)}
+            "_empty": lambda shape, dtype: torch.empty(shape, dtype=dtype, device=device)}
 
 
 class AtenRunner:
@@ -310,7 +315,23 @@ def _np(t: torch.Tensor):
     t = t.detach()
     if t.dtype == torch.bool:
         return t.numpy()
+    if t.dtype in (torch.bfloat16, torch.float16):
+        # numpy has no bfloat16: the backend reads any float array and
+        # rounds it to the argument's type, so the f32 widening is exact
+        return t.float()
     return t.contiguous()
+
+
+def _result_dtypes(module, name: str) -> list:
+    fn = structure(module, name)
+    return [getattr(torch, _DT[fn.types[r][1]].split(".")[1]) for r in fn.results]
+
+
+def _torch_results(outs, dtypes):
+    """The backend's results (bf16/f16 values come back as float32 arrays
+    holding exactly the rounded values) as tensors of the results' types."""
+    return tuple(torch.from_numpy(np.asarray(o)) if dt in (torch.float32, torch.int64, torch.int32, torch.bool)
+                 else torch.from_numpy(np.asarray(o)).to(dt) for o, dt in zip(outs, dtypes))
 
 
 class CkoptRunner:
@@ -319,20 +340,23 @@ class CkoptRunner:
         self.text = s.module.text
         self.cf = s.module.compile(s.forward, target)
         self.cb = s.module.compile(s.backward, target)
+        self.fdt = _result_dtypes(s.module, s.forward)
+        self.bdt = _result_dtypes(s.module, s.backward)
 
     def fwd(self, *ts):
-        return tuple(torch.from_numpy(np.asarray(o)) for o in self.cf.run(*[_np(t) for t in ts]))
+        return _torch_results(self.cf.run(*[_np(t) for t in ts]), self.fdt)
 
     def bwd_list(self, ts):
         arrays = [_np(t) for t in ts]
         ts.clear()
-        return tuple(torch.from_numpy(np.asarray(o)) for o in self.cb.run(*arrays))
+        return _torch_results(self.cb.run(*arrays), self.bdt)
 
 
 class CkoptForward:
     def __init__(self, module, fname: str, target="cpu"):
         self.module = module
         self.c = module.compile(fname, target)
+        self.dt = _result_dtypes(module, fname)
 
     def __call__(self, *ts):
-        return tuple(torch.from_numpy(np.asarray(o)) for o in self.c.run(*[_np(t) for t in ts]))
+        return _torch_results(self.c.run(*[_np(t) for t in ts]), self.dt)
