@@ -174,7 +174,8 @@ class _Capture:
                     if isinstance(x, _NoValue) and n.target is not __import__("operator").getitem:
                         raise cx.unsupported(f"the graph uses {x.what}, which ckopt does not compute")
                     if isinstance(x, _BadDtype):
-                        raise cx.unsupported(f"dtype {x.dtype}: the {x.what}; ckopt.torch computes {_capture.SUPPORTED}")
+                        raise cx.unsupported(f"dtype {x.dtype}: the {x.what}; ckopt.torch computes {_capture.SUPPORTED}: "
+                                             "convert the model and inputs (model.float(), model.to(torch.bfloat16))")
                 tensors = [x for x in leaves if isinstance(x, (Val, Host))]
                 if n.target is __import__("operator").getitem:
                     src = args[0]
