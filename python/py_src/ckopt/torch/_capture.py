@@ -116,11 +116,12 @@ class Host:
 @dataclasses.dataclass
 class HostArg:
     """An extra ck argument fed from a host value (`_host_feed` in
-    __init__.py computes it at each call): `kind` is "float" (the value as
-    float32), "int" (as int64), "int_ignore:I"/"keep:I" (labels with
-    ignore_index I replaced by 0 / the 0-1 mask of the others), "bool" (a
-    `where` condition as i1), "additive"/"causal:L:S"
-    (attention masks, 0 where attended, -inf elsewhere)."""
+    __init__.py computes it at each call): `kind` is "float" (the value in
+    the argument's float type: f32, bf16 or f16), "int" (as int64),
+    "int_ignore:I"/"keep:I" (labels with ignore_index I replaced by 0 / the
+    0-1 mask of the others), "bool" (a `where` condition as i1),
+    "additive"/"causal:L:S" (attention masks, 0 where attended, -inf
+    elsewhere, in the scores' type)."""
 
     name: str
     node: Any
