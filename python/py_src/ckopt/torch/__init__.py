@@ -46,23 +46,51 @@ def _budget_text(b) -> str:
     raise TypeError(f"budget must be a number of bytes or a string such as '48MiB', got {type(b).__name__}")
 
 
-class _Capture:
-    """One mode's (train or eval) capture: the ck function, how to feed it,
-    and the planned executors."""
+def _model_device(model) -> torch.device:
+    for p in itertools.chain(model.parameters(), model.buffers()):
+        return p.device
+    return torch.device("cpu")
 
-    def __init__(self, model, example_args, opts):
+
+def _autocast_state(device: torch.device):
+    """torch.autocast's state for the model's device type now: None when it
+    is off, else its dtype (torch.bfloat16 or torch.float16)."""
+    dev = device.type
+    if dev not in ("cpu", "cuda") or not torch.is_autocast_enabled(dev):
+        return None
+    return torch.get_autocast_dtype(dev)
+
+
+def _autocast_as(device: torch.device, dtype):
+    """Sets autocast for the model's device type to exactly `dtype` (None:
+    off), without the weight cache: the capture runs under it, so the casts
+    torch's autocast inserts are in the exported graph."""
+    if device.type not in ("cpu", "cuda"):
+        return contextlib.nullcontext()
+    if dtype is None:
+        return torch.autocast(device.type, enabled=False)
+    return torch.autocast(device.type, dtype=dtype, enabled=True, cache_enabled=False)
+
+
+class _Capture:
+    """One mode's (train or eval, autocast off or its dtype) capture: the ck
+    function, how to feed it, and the planned executors."""
+
+    def __init__(self, model, example_args, opts, autocast=None):
         self.opts = opts
         self.training = model.training
-        try:
-            ep = torch.export.export(model, tuple(example_args), strict=False)
-        except Exception as e:  # data-dependent control flow, unsupported Python, ...
-            raise UnsupportedError("torch.export", None, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from e
-        table = torch.export.default_decompositions()
-        # cross_entropy stays log_softmax + nll_loss: one ck.cross_entropy
-        table.pop(torch.ops.aten.nll_loss_forward.default, None)
-        # captured whole (its decomposition tests float scores against -inf)
-        table.pop(torch.ops.aten.scaled_dot_product_attention.default, None)
-        ep = ep.run_decompositions(table)
+        self.autocast = autocast
+        with _autocast_as(_model_device(model), autocast):
+            try:
+                ep = torch.export.export(model, tuple(example_args), strict=False)
+            except Exception as e:  # data-dependent control flow, unsupported Python, ...
+                raise UnsupportedError("torch.export", None, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from e
+            table = torch.export.default_decompositions()
+            # cross_entropy stays log_softmax + nll_loss: one ck.cross_entropy
+            table.pop(torch.ops.aten.nll_loss_forward.default, None)
+            # captured whole (its decomposition tests float scores against -inf)
+            table.pop(torch.ops.aten.scaled_dot_product_attention.default, None)
+            ep = ep.run_decompositions(table)
         self.ep = ep
         self.example_shapes = [tuple(a.shape) if isinstance(a, torch.Tensor) else None for a in example_args]
         self.example_dtypes = [a.dtype if isinstance(a, torch.Tensor) else None for a in example_args]
@@ -73,12 +101,9 @@ class _Capture:
     def _translate(self, model):
         ep = self.ep
         sig = ep.graph_signature
-        device = None
-        for p in itertools.chain(model.parameters(), model.buffers()):
-            device = p.device
-            break
-        self.device = device or torch.device("cpu")
+        self.device = _model_device(model)
         cx = Cx(ep.graph_module, self.device)
+        cx.f32_conv = self.opts["executor"] == "ckopt"
         self.cx = cx
         step_holder: dict = {}
 
@@ -117,9 +142,9 @@ class _Capture:
                 if not isinstance(val, torch.Tensor):
                     env[n] = val  # a Python scalar input
                     continue
-                if val.dtype == torch.float32:
+                if val.dtype in _capture.FLOAT_DTYPES:
                     name = "a_" + n.name
-                    t = _capture.Type(tuple(int(s) for s in val.shape), "f32")
+                    t = _capture.Type(tuple(int(s) for s in val.shape), _capture.ck_dtype(val.dtype))
                     trainable = kind == "PARAMETER" and _requires_grad(model, spec.target)
                     if kind == "USER_INPUT" and self.opts.get("input_grads", {}).get(feed[1]):
                         trainable = True
@@ -130,13 +155,13 @@ class _Capture:
                         buffer_vals.add(name)
                     cx.b.types[name] = t
                     cx.b.used.add(name)
+                    cx.arg_names.add(name)
                 elif val.dtype in (torch.int64, torch.int32, torch.bool, torch.uint8, torch.int16, torch.int8):
                     env[n] = Host(n, tuple(int(s) for s in val.shape), val.dtype)
                 else:
-                    raise UnsupportedError(
-                        f"dtype {val.dtype}", None,
-                        f"input {n.name!r} is {val.dtype}; ckopt.torch computes float32 (with integer/bool indices and masks)",
-                    )
+                    # refused at its first use, which names the op and the user's line
+                    what = {"PARAMETER": "parameter", "BUFFER": "buffer", "USER_INPUT": "input"}.get(kind, "constant")
+                    env[n] = _BadDtype(f"{what} {spec.target if kind != 'USER_INPUT' else n.name!r} is {val.dtype}", val.dtype)
             elif n.op == "call_function" and n.target in _capture.IGNORED:
                 env[n] = None  # metadata assertions torch.export leaves in the graph
             elif n.op == "call_function":
@@ -148,6 +173,9 @@ class _Capture:
                 for x in leaves:
                     if isinstance(x, _NoValue) and n.target is not __import__("operator").getitem:
                         raise cx.unsupported(f"the graph uses {x.what}, which ckopt does not compute")
+                    if isinstance(x, _BadDtype):
+                        raise cx.unsupported(f"dtype {x.dtype}: the {x.what}; ckopt.torch computes {_capture.SUPPORTED}: "
+                                             "convert the model and inputs (model.float(), model.to(torch.bfloat16))")
                 tensors = [x for x in leaves if isinstance(x, (Val, Host))]
                 if n.target is __import__("operator").getitem:
                     src = args[0]
@@ -178,10 +206,10 @@ class _Capture:
                 v = n.meta.get("val")
                 vals = v if isinstance(v, (tuple, list)) else [v]
                 for t in vals:
-                    if isinstance(t, torch.Tensor) and t.dtype not in (torch.float32, torch.int64, torch.bool, torch.int32):
-                        raise UnsupportedError(str(n.target), source_of(n), f"dtype {t.dtype} (ckopt.torch computes float32)")
+                    if isinstance(t, torch.Tensor) and t.dtype not in _capture._TORCH_TO_CK:
+                        raise UnsupportedError(str(n.target), source_of(n), f"dtype {t.dtype} (ckopt.torch computes {_capture.SUPPORTED})")
                 try:
-                    env[n] = fn(cx, list(args), dict(kwargs))
+                    env[n] = _as_node_dtypes(cx, fn(cx, list(args), dict(kwargs)), v)
                 except UnsupportedError:
                     raise
                 except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
@@ -226,6 +254,12 @@ class _Capture:
             order.insert(0, first[1])
         self.result_pos = {old: new for new, old in enumerate(order)}
         results = [ck_results[i] for i in order]
+        # ckopt plans an f32 loss: a bf16/f16 one (a bf16 model's) is
+        # widened in ck (exact) and returned to the user in its dtype
+        self.loss_dtype = torch.float32
+        if self.trainable and results[0].type.dtype != "f32":
+            self.loss_dtype = _capture.CK_TO_TORCH[results[0].type.dtype]
+            results[0] = cx.b.op("cast", [results[0]], _capture.Type((), "f32"))
         # arguments: tensors, then host-fed ones, then the step key
         for ha in cx.host_args:
             ck_args.append((ha.name, ha.type, ""))
@@ -281,6 +315,28 @@ class _Capture:
         else:
             self.runner = _plan.AtenRunner(self.split, self.device)
             self.source = self.runner.source
+
+
+class _BadDtype:
+    """A graph input of a dtype ckopt does not compute in (float64,
+    complex, ...): an error at the first op that reads it."""
+
+    def __init__(self, what, dtype):
+        self.what, self.dtype = what, dtype
+
+
+def _as_node_dtypes(cx, out, meta):
+    """The emitter's ck values converted to the element types torch's graph
+    gives the node (an emitter computes a bf16 layer norm with f32 weights
+    in f32, a cross_entropy of bf16 logits returns ck's f32 loss, ...), so
+    every value has torch's dtype."""
+    if isinstance(out, tuple):
+        metas = meta if isinstance(meta, (tuple, list)) else [None] * len(out)
+        return tuple(_as_node_dtypes(cx, o, m) for o, m in zip(out, metas))
+    if isinstance(out, Val) and isinstance(meta, torch.Tensor) and meta.dtype in _capture.FLOAT_DTYPES:
+        if out.type.dtype in ("f32", "bf16", "f16"):
+            return cx.cast(out, _capture.ck_dtype(meta.dtype))
+    return out
 
 
 def _is_float(n) -> bool:
@@ -354,7 +410,8 @@ class _Step(torch.autograd.Function):
         s = cap.split
         vals = list(ctx.saved_tensors)
         vals.append(dloss.reshape(()).to(torch.float32))
-        grads = cap.runner.bwd_list(vals)  # takes the values out of the list
+        with _autocast_as(cap.device, None):  # the plan's types are explicit
+            grads = cap.runner.bwd_list(vals)  # takes the values out of the list
         out = [None] * ctx.n
         for i, g in zip(s.wrt, grads):
             out[i] = g
@@ -370,15 +427,20 @@ class CompiledModule(torch.nn.Module):
         self.model = model
         self._opts = opts
         self._example = tuple(example_args)
-        self._caps: dict[bool, _Capture] = {}
+        # One capture per mode: the training flag, and torch.autocast's dtype
+        # for the model's device when autocast is on (keys `True`/`False`
+        # without autocast, `(training, dtype)` under it).
+        self._caps: dict[object, _Capture] = {}
         self._steps = 0
         self._cap()  # the current mode now, so errors come before anything runs
 
     def _cap(self) -> _Capture:
-        mode = self.model.training
-        if mode not in self._caps:
-            self._caps[mode] = _Capture(self.model, self._example, self._opts)
-        return self._caps[mode]
+        training = self.model.training
+        ac = _autocast_state(_model_device(self.model))
+        key = training if ac is None else (training, ac)
+        if key not in self._caps:
+            self._caps[key] = _Capture(self.model, self._example, self._opts, ac)
+        return self._caps[key]
 
     # -- the model's state, unchanged
     def state_dict(self, *args, **kwargs):
@@ -427,6 +489,10 @@ class CompiledModule(torch.nn.Module):
                 raise ValueError(f"argument {i} has shape {tuple(a.shape)}, but the model was compiled for {shape} (the example's)")
             if a.dtype != dt:
                 raise TypeError(f"argument {i} has dtype {a.dtype}, but the model was compiled for {dt} (the example's)")
+        with _autocast_as(cap.device, None):  # the plan's types are explicit
+            return self._run(cap, args)
+
+    def _run(self, cap, args):
         model = self.model
         phs = {}
         for n, (kind, key) in cap.placeholders:
@@ -474,6 +540,8 @@ class CompiledModule(torch.nn.Module):
         else:
             with torch.no_grad():
                 outs = cap.run_forward(*[f.detach() for f in feeds])
+        if cap.loss_dtype != torch.float32:
+            outs = (outs[0].to(cap.loss_dtype), *outs[1:])
         ck_out = lambda i: outs[cap.result_pos[i]]  # noqa: E731
         with torch.no_grad():
             for target, (rk, rv) in cap.buffer_writes:
@@ -488,9 +556,10 @@ class CompiledModule(torch.nn.Module):
 
 def _host_feed(ha, henv, cap):
     kind = ha.kind
+    dt = _capture.CK_TO_TORCH[ha.type.dtype]  # float kinds: f32, bf16 or f16
     if kind.startswith("causal:"):  # additive causal mask, from the shape alone
         lq, sk = (int(x) for x in kind.split(":")[1:])
-        return torch.full((lq, sk), float("-inf"), device=cap.device).triu(1)
+        return torch.full((lq, sk), float("-inf"), dtype=dt, device=cap.device).triu(1)
     value = henv[ha.node]
     device = cap.device
     if kind == "int":
@@ -499,11 +568,11 @@ def _host_feed(ha, henv, cap):
         v = value.to(torch.int64)
         return torch.where(v == int(kind.split(":")[1]), 0, v).reshape(ha.type.shape)
     if kind.startswith("keep:"):
-        return (value != int(kind.split(":")[1])).to(torch.float32).reshape(ha.type.shape)
+        return (value != int(kind.split(":")[1])).to(dt).reshape(ha.type.shape)
     if kind == "float":
-        return value.to(torch.float32).reshape(ha.type.shape)
+        return value.to(dt).reshape(ha.type.shape)
     if kind == "additive":  # a boolean attention mask: 0 where attended, -inf elsewhere
-        return torch.zeros(value.shape, device=device).masked_fill(~value.bool(), float("-inf"))
+        return torch.zeros(value.shape, dtype=dt, device=device).masked_fill(~value.bool(), float("-inf"))
     if kind == "bool":
         return value.to(torch.bool).reshape(ha.type.shape)
     raise AssertionError(kind)

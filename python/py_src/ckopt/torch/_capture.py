@@ -70,7 +70,26 @@ def ints(xs) -> str:
     return "[" + ", ".join(str(int(x)) for x in xs) + "]"
 
 
-_TORCH_TO_CK = {torch.float32: "f32", torch.int64: "i64", torch.int32: "i32", torch.bool: "i1"}
+_TORCH_TO_CK = {torch.float32: "f32", torch.bfloat16: "bf16", torch.float16: "f16",
+                torch.int64: "i64", torch.int32: "i32", torch.bool: "i1"}
+CK_TO_TORCH = {v: k for k, v in _TORCH_TO_CK.items()}
+# The float dtypes ckopt.torch computes in (ck's f32, bf16, f16).
+FLOAT_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+SUPPORTED = "float32, bfloat16 and float16 (with integer/bool indices and masks)"
+
+
+def ck_dtype(dt: torch.dtype) -> str:
+    """ck's element type of a float dtype ckopt.torch computes in."""
+    return _TORCH_TO_CK[dt]
+
+
+def promote(*dtypes: str) -> str:
+    """The float type two ck float types compute in (torch's promotion:
+    equal types stay, bf16 with f16 or anything with f32 is f32)."""
+    ds = {d for d in dtypes if d is not None}
+    if len(ds) == 1:
+        return ds.pop()
+    return "f32"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,11 +116,12 @@ class Host:
 @dataclasses.dataclass
 class HostArg:
     """An extra ck argument fed from a host value (`_host_feed` in
-    __init__.py computes it at each call): `kind` is "float" (the value as
-    float32), "int" (as int64), "int_ignore:I"/"keep:I" (labels with
-    ignore_index I replaced by 0 / the 0-1 mask of the others), "bool" (a
-    `where` condition as i1), "additive"/"causal:L:S"
-    (attention masks, 0 where attended, -inf elsewhere)."""
+    __init__.py computes it at each call): `kind` is "float" (the value in
+    the argument's float type: f32, bf16 or f16), "int" (as int64),
+    "int_ignore:I"/"keep:I" (labels with ignore_index I replaced by 0 / the
+    0-1 mask of the others), "bool" (a `where` condition as i1),
+    "additive"/"causal:L:S" (attention masks, 0 where attended, -inf
+    elsewhere, in the scores' type)."""
 
     name: str
     node: Any
@@ -171,6 +191,10 @@ class Cx:
         self.device = example_device
         # transposes of the last two dims: result name -> operand (_matmul)
         self.swapped: dict[str, Val] = {}
+        # the ck function's arguments (casts of them are ck.mirror)
+        self.arg_names: set[str] = set()
+        # convolutions in f32 (executor="ckopt": its cpu backend's conv2d is f32 only)
+        self.f32_conv = False
 
     # -- errors
     def unsupported(self, why: str, op: str | None = None):
@@ -181,14 +205,34 @@ class Cx:
     def t(self, shape, dtype="f32") -> Type:
         return Type(tuple(int(s) for s in shape), dtype)
 
-    def fill(self, value: float, shape) -> Val:
-        return self.b.op("fill", [], self.t(shape), f"value = {f32(value)}")
+    def fill(self, value: float, shape, dtype: str = "f32") -> Val:
+        return self.b.op("fill", [], self.t(shape, dtype), f"value = {f32(value)}")
 
-    def host_arg(self, h: Host, kind: str, shape) -> Val:
-        key = (h.node, kind)
+    def out_dtype(self, idx=None) -> str:
+        """ck's element type of the current node's result (`idx`: of a
+        multi-output node); f32 for what has no float tensor there."""
+        val = self.node.meta.get("val")
+        if idx is not None:
+            val = val[idx]
+        if isinstance(val, torch.Tensor) and val.dtype in FLOAT_DTYPES:
+            return ck_dtype(val.dtype)
+        return "f32"
+
+    def cast(self, v: Val, dtype: str) -> Val:
+        """v converted to `dtype` (a ck.cast, nothing when it has it). A cast
+        of a function argument (autocast's bf16 copy of an f32 weight) is
+        marked ck.mirror: remat recomputes it from the argument before each
+        backward read instead of keeping the copy (docs/passes.md, autocast)."""
+        if v.type.dtype == dtype:
+            return v
+        attrs = "ck.mirror" if v.name in self.arg_names else ""
+        return self.b.op("cast", [v], self.t(v.shape, dtype), attrs)
+
+    def host_arg(self, h: Host, kind: str, shape, dtype: str = "f32") -> Val:
+        key = (h.node, kind, dtype)
         if key not in self._host_arg_of:
             name = self.b.fresh("host_" + h.node.name + ("" if kind == "float" else "_" + kind.split(":")[0]))
-            dt = "i64" if kind.startswith("int") else "i1" if kind == "bool" else "f32"
+            dt = "i64" if kind.startswith("int") else "i1" if kind == "bool" else dtype
             ha = HostArg(name, h.node, kind, self.t(shape, dt))
             self.host_args.append(ha)
             self._host_arg_of[key] = ha
@@ -196,16 +240,18 @@ class Cx:
         ha = self._host_arg_of[key]
         return Val(ha.name, ha.type)
 
-    def val(self, x, shape=None) -> Val:
-        """x as a ck value (of `shape` when x is a Python number)."""
+    def val(self, x, shape=None, dtype: str | None = None) -> Val:
+        """x as a ck value (of `shape` when x is a Python number); with
+        `dtype`, a float value converted to it (host values are fed in it,
+        numbers filled in it)."""
         if isinstance(x, Val):
-            return x
+            return self.cast(x, dtype) if dtype is not None and x.type.dtype in ("f32", "bf16", "f16") else x
         if isinstance(x, Host):
-            if x.dtype.is_complex:
-                raise self.unsupported(f"dtype {x.dtype}")
-            return self.host_arg(x, "float", x.shape)
+            if x.dtype is not None and (x.dtype.is_complex or x.dtype.is_floating_point and x.dtype not in FLOAT_DTYPES):
+                raise self.unsupported(f"dtype {x.dtype} (ckopt.torch computes {SUPPORTED})")
+            return self.host_arg(x, "float", x.shape, dtype or "f32")
         if isinstance(x, (int, float, bool)):
-            return self.fill(float(x), shape if shape is not None else ())
+            return self.fill(float(x), shape if shape is not None else (), dtype or "f32")
         raise self.unsupported(f"operand {x!r} is not a tensor")
 
     def bcast(self, v: Val, shape) -> Val:
@@ -242,19 +288,24 @@ class Cx:
             return v
         return self.b.op("scale", [v], v.type, f"value = {f32(s)}")
 
-    def binary(self, kind: str, a, b, shape=None) -> Val:
+    def binary(self, kind: str, a, b, shape=None, dtype: str | None = None) -> Val:
+        """a `kind` b at `shape`, both converted to `dtype` (default: the
+        promotion of the ck operands' types; numbers take it)."""
         if shape is None:
             shapes = [x.shape for x in (a, b) if isinstance(x, (Val, Host))]
             shape = torch.broadcast_shapes(*shapes) if shapes else ()
         shape = tuple(shape)
-        va = self.bcast(self.val(a, shape), shape)
-        vb = self.bcast(self.val(b, shape), shape)
-        return self.b.op(kind, [va, vb], self.t(shape))
+        if dtype is None:
+            dtype = promote(*[x.type.dtype for x in (a, b) if isinstance(x, Val)]) if any(
+                isinstance(x, Val) for x in (a, b)) else "f32"
+        va = self.bcast(self.val(a, shape, dtype), shape)
+        vb = self.bcast(self.val(b, shape, dtype), shape)
+        return self.b.op(kind, [va, vb], self.t(shape, dtype))
 
     def reduce_sum(self, v: Val, dims, keepdim=False) -> Val:
         dims = sorted({d % len(v.shape) for d in dims}) if v.shape else []
         out = tuple(s for i, s in enumerate(v.shape) if i not in dims)
-        r = self.b.op("reduce_sum", [v], self.t(out), f"dims = {ints(dims)}")
+        r = self.b.op("reduce_sum", [v], self.t(out, v.type.dtype), f"dims = {ints(dims)}")
         if keepdim:
             r = self.reshape(r, [1 if i in dims else s for i, s in enumerate(v.shape)])
         return r
@@ -262,7 +313,7 @@ class Cx:
     def reduce_max(self, v: Val, dims, keepdim=False) -> Val:
         dims = sorted({d % len(v.shape) for d in dims})
         out = tuple(s for i, s in enumerate(v.shape) if i not in dims)
-        r = self.b.op("reduce_max", [v], self.t(out), f"dims = {ints(dims)}")
+        r = self.b.op("reduce_max", [v], self.t(out, v.type.dtype), f"dims = {ints(dims)}")
         if keepdim:
             r = self.reshape(r, [1 if i in dims else s for i, s in enumerate(v.shape)])
         return r
@@ -311,10 +362,10 @@ def _add_sub(kind):
     def emit(cx, a, k):
         x, y = a[0], a[1]
         alpha = k.get("alpha", a[2] if len(a) > 2 else 1)
+        shape, dt = cx.out_shape(), cx.out_dtype()
         if alpha != 1:
-            shape = cx.out_shape()
-            y = y * alpha if isinstance(y, (int, float)) else cx.scale(cx.bcast(cx.val(y, shape), shape), alpha)
-        return cx.binary(kind, x, y, cx.out_shape())
+            y = y * alpha if isinstance(y, (int, float)) else cx.scale(cx.bcast(cx.val(y, shape, dt), shape), alpha)
+        return cx.binary(kind, x, y, shape, dt)
 
     return emit
 
@@ -326,11 +377,12 @@ TABLE[aten.sub.Tensor] = TABLE[aten.sub.Scalar] = _add_sub("sub")
 @entry(aten.mul.Tensor, aten.mul.Scalar)
 def _mul(cx, a, k):
     x, y = a
+    dt = cx.out_dtype()
     if isinstance(y, (int, float)) and isinstance(x, Val):
-        return cx.scale(cx.bcast(x, cx.out_shape()), float(y))
+        return cx.scale(cx.bcast(cx.val(x, None, dt), cx.out_shape()), float(y))
     if isinstance(x, (int, float)) and isinstance(y, Val):
-        return cx.scale(cx.bcast(y, cx.out_shape()), float(x))
-    return cx.binary("mul", x, y, cx.out_shape())
+        return cx.scale(cx.bcast(cx.val(y, None, dt), cx.out_shape()), float(x))
+    return cx.binary("mul", x, y, cx.out_shape(), dt)
 
 
 @entry(aten.div.Tensor, aten.div.Scalar)
@@ -338,26 +390,27 @@ def _div(cx, a, k):
     x, y = a
     if k.get("rounding_mode") is not None:
         raise cx.unsupported("div with rounding_mode")
+    dt = cx.out_dtype()
     if isinstance(y, (int, float)) and isinstance(x, Val):
-        return cx.scale(cx.bcast(x, cx.out_shape()), 1.0 / float(y))
-    return cx.binary("div", x, y, cx.out_shape())
+        return cx.scale(cx.bcast(cx.val(x, None, dt), cx.out_shape()), 1.0 / float(y))
+    return cx.binary("div", x, y, cx.out_shape(), dt)
 
 
 @entry(aten.reciprocal.default)
 def _recip(cx, a, k):
-    return cx.binary("div", 1.0, a[0], cx.out_shape())
+    return cx.binary("div", 1.0, a[0], cx.out_shape(), cx.out_dtype())
 
 
 @entry(aten.maximum.default)
 def _maximum(cx, a, k):
-    return cx.binary("max", a[0], a[1], cx.out_shape())
+    return cx.binary("max", a[0], a[1], cx.out_shape(), cx.out_dtype())
 
 
 @entry(aten.minimum.default)
 def _minimum(cx, a, k):
-    s = cx.out_shape()
-    na = cx.unary("neg", cx.bcast(cx.val(a[0], s), s))
-    nb = cx.unary("neg", cx.bcast(cx.val(a[1], s), s))
+    s, dt = cx.out_shape(), cx.out_dtype()
+    na = cx.unary("neg", cx.bcast(cx.val(a[0], s, dt), s))
+    nb = cx.unary("neg", cx.bcast(cx.val(a[1], s, dt), s))
     return cx.unary("neg", cx.binary("max", na, nb, s))
 
 
@@ -366,7 +419,7 @@ def _clamp(cx, a, k):
     s = cx.out_shape()
     lo = a[1] if len(a) > 1 else k.get("min")
     hi = a[2] if len(a) > 2 else k.get("max")
-    y = cx.bcast(cx.val(a[0]), s)
+    y = cx.bcast(cx.val(a[0], None, cx.out_dtype()), s)
     if lo is not None:
         y = cx.unary("relu", y) if lo == 0 else cx.binary("max", y, float(lo), s)
     if hi is not None:
@@ -401,9 +454,18 @@ def _sum(cx, a, k):
     if not dims:
         dims = list(range(len(x.shape)))
     keep = a[2] if len(a) > 2 else k.get("keepdim", False)
-    if k.get("dtype") not in (None, torch.float32):
-        raise cx.unsupported(f"sum to dtype {k.get('dtype')}")
-    return cx.reduce_sum(x, dims, keep)
+    return cx.reduce_sum(_reduce_input(cx, x, k, "sum"), dims, keep)
+
+
+def _reduce_input(cx, x, k, name):
+    """x converted to a reduction's `dtype=` (torch converts the input
+    first); a dtype ckopt does not compute in is an error naming it."""
+    dt = k.get("dtype")
+    if dt is None:
+        return x
+    if dt not in FLOAT_DTYPES:
+        raise cx.unsupported(f"{name} to dtype {dt} (ckopt.torch computes {SUPPORTED})")
+    return cx.cast(x, ck_dtype(dt))
 
 
 @entry(aten.mean.dim, aten.mean.default)
@@ -416,7 +478,7 @@ def _mean(cx, a, k):
     n = 1
     for d in {d % max(len(x.shape), 1) for d in dims}:
         n *= x.shape[d]
-    return cx.scale(cx.reduce_sum(x, dims, keep), 1.0 / n)
+    return cx.scale(cx.reduce_sum(_reduce_input(cx, x, k, "mean"), dims, keep), 1.0 / n)
 
 
 @entry(aten.amax.default)
@@ -475,9 +537,13 @@ def _clone(cx, a, k):
 @entry(aten._to_copy.default)
 def _to_copy(cx, a, k):
     dt = k.get("dtype")
-    if dt not in (None, torch.float32):
-        raise cx.unsupported(f"conversion of a float value to {dt} (ckopt.torch computes in float32)")
-    return cx.val(a[0])
+    x = cx.val(a[0])
+    if dt is None or _TORCH_TO_CK.get(dt) == x.type.dtype:
+        return x
+    if dt not in FLOAT_DTYPES:
+        what = "integer/bool values computed from float ones" if dt in _TORCH_TO_CK else f"dtype {dt}"
+        raise cx.unsupported(f"conversion of a {CK_TO_TORCH[x.type.dtype]} value to {dt}: ckopt.torch computes {SUPPORTED}, not {what}")
+    return cx.cast(x, ck_dtype(dt))
 
 
 @entry(aten.slice.Tensor)
@@ -495,7 +561,7 @@ def _slice(cx, a, k):
         return x
     offs = [0] * len(x.shape)
     offs[dim] = start
-    return cx.b.op("slice", [x], cx.t(shape), f"offsets = {ints(offs)}")
+    return cx.b.op("slice", [x], cx.t(shape, x.type.dtype), f"offsets = {ints(offs)}")
 
 
 def _split_sizes(cx, x, sizes, dim):
@@ -506,7 +572,7 @@ def _split_sizes(cx, x, sizes, dim):
         shape[dim] = s
         offs = [0] * len(x.shape)
         offs[dim] = off
-        out.append(cx.b.op("slice", [x], cx.t(shape), f"offsets = {ints(offs)}") if tuple(shape) != x.shape else x)
+        out.append(cx.b.op("slice", [x], cx.t(shape, x.type.dtype), f"offsets = {ints(offs)}") if tuple(shape) != x.shape else x)
         off += s
     return tuple(out)
 
@@ -519,11 +585,12 @@ def _split_with_sizes(cx, a, k):
 
 @entry(aten.cat.default)
 def _cat(cx, a, k):
-    xs = [cx.val(x) for x in a[0]]
+    dt = cx.out_dtype()
+    xs = [cx.val(x, None, dt) for x in a[0]]
     shape = cx.out_shape()
     dim = (a[1] if len(a) > 1 else k.get("dim", 0)) % len(shape)
     xs = [x for x in xs if x.shape[dim] != 0]
-    return cx.b.op("concat", xs, cx.t(shape), f"dim = {dim} : i64")
+    return cx.b.op("concat", xs, cx.t(shape, dt), f"dim = {dim} : i64")
 
 
 @entry(aten.mm.default, aten.bmm.default)
@@ -542,7 +609,8 @@ def _matmul(cx, x, w, shape) -> Val:
     if w.name in cx.swapped:
         w = cx.swapped[w.name]
         flags.append("transpose_b = true")
-    return cx.b.op("matmul", [x, w], cx.t(shape), ", ".join(flags))
+    dt = promote(x.type.dtype, w.type.dtype)
+    return cx.b.op("matmul", [cx.cast(x, dt), cx.cast(w, dt)], cx.t(shape, dt), ", ".join(flags))
 
 
 @entry(aten.addmm.default)
@@ -553,8 +621,9 @@ def _addmm(cx, a, k):
     mm = cx.scale(_matmul(cx, x, w, shape), alpha)
     if beta == 0:
         return mm
-    bv = cx.bcast(cx.val(bias, shape), shape)
-    return cx.b.op("add", [mm, cx.scale(bv, beta)], cx.t(shape))
+    dt = cx.out_dtype()
+    bv = cx.bcast(cx.val(bias, shape, dt), shape)
+    return cx.b.op("add", [cx.cast(mm, dt), cx.scale(bv, beta)], cx.t(shape, dt))
 
 
 @entry(aten.convolution.default)
@@ -567,12 +636,17 @@ def _conv(cx, a, k):
         raise cx.unsupported("transposed convolution")
     if any(d != 1 for d in dilation):
         raise cx.unsupported(f"dilated convolution (dilation={list(dilation)})")
-    shape = cx.out_shape()
+    shape, dt = cx.out_shape(), cx.out_dtype()
     # groups > 1: grouped and depthwise convolutions (the filter is [F, C/groups, KH, KW]).
     grp = f"groups = {int(groups)} : i64, " if groups != 1 else ""
-    y = cx.b.op("conv2d", [x, w], cx.t(shape), f"{grp}padding = {ints(padding)}, stride = {ints(stride)}")
+    # ckopt's cpu backend convolves f32 only: for executor="ckopt" a bf16/f16
+    # convolution is an f32 one between casts (the same accumulation in f32,
+    # its result rounded to the type)
+    cdt = "f32" if cx.f32_conv else dt
+    x, w = cx.cast(x, cdt), cx.cast(w, cdt)
+    y = cx.cast(cx.b.op("conv2d", [x, w], cx.t(shape, cdt), f"{grp}padding = {ints(padding)}, stride = {ints(stride)}"), dt)
     if b is not None:
-        y = cx.b.op("add", [y, cx.b.op("broadcast", [cx.val(b)], y.type, "dims = [1]")], y.type)
+        y = cx.b.op("add", [y, cx.b.op("broadcast", [cx.val(b, None, dt)], y.type, "dims = [1]")], y.type)
     return y
 
 
@@ -597,7 +671,7 @@ def _max_pool(cx, a, k):
     ceil = a[5] if len(a) > 5 else False
     if any(d != 1 for d in dilation) or ceil:
         raise cx.unsupported("max_pool2d with dilation or ceil_mode")
-    y = cx.b.op("max_pool2d", [x], cx.t(cx.out_shape(0)), f"stride = {ints(stride)}, window = {ints(window)}")
+    y = cx.b.op("max_pool2d", [x], cx.t(cx.out_shape(0), x.type.dtype), f"stride = {ints(stride)}, window = {ints(window)}")
     return (y, _NoValue("the indices of max_pool2d_with_indices"))
 
 
@@ -607,7 +681,7 @@ def _avg_pool(cx, a, k):
     ceil = a[4] if len(a) > 4 else False
     if ceil or (len(a) > 6 and a[6] is not None):
         raise cx.unsupported("avg_pool2d with ceil_mode or divisor_override")
-    return cx.b.op("avg_pool2d", [x], cx.t(cx.out_shape()), f"stride = {ints(stride)}, window = {ints(window)}")
+    return cx.b.op("avg_pool2d", [x], cx.t(cx.out_shape(), x.type.dtype), f"stride = {ints(stride)}, window = {ints(window)}")
 
 
 @entry(aten._adaptive_avg_pool2d.default)
@@ -620,7 +694,15 @@ def _adaptive_avg(cx, a, k):
     if h % oh or w % ow:
         raise cx.unsupported(f"adaptive_avg_pool2d from {h}x{w} to {oh}x{ow} (sizes must divide)")
     win = [h // oh, w // ow]
-    return cx.b.op("avg_pool2d", [x], cx.t(cx.out_shape()), f"stride = {ints(win)}, window = {ints(win)}")
+    return cx.b.op("avg_pool2d", [x], cx.t(cx.out_shape(), x.type.dtype), f"stride = {ints(win)}, window = {ints(win)}")
+
+
+def _norm_dtype(cx, *xs) -> str:
+    """The type a normalization computes in: the promotion of its float
+    operands (a bf16 input with f32 weights, as autocast leaves layer norm
+    on the CPU, computes in f32 like torch's mixed-type kernel; an all-bf16
+    one in bf16). Its results are converted to the node's types after."""
+    return promote(*[x.type.dtype for x in xs if isinstance(x, Val)])
 
 
 def _bn_apply(cx, x, mean, rstd, w, b):
@@ -629,18 +711,19 @@ def _bn_apply(cx, x, mean, rstd, w, b):
     chan = lambda v: cx.b.op("broadcast", [v], x.type, "dims = [1]")  # noqa: E731
     y = cx.b.op("mul", [cx.b.op("sub", [x, chan(mean)], x.type), chan(rstd)], x.type)
     if w is not None:
-        y = cx.b.op("mul", [y, chan(cx.val(w, (c,)))], x.type)
+        y = cx.b.op("mul", [y, chan(cx.val(w, (c,), x.type.dtype))], x.type)
     if b is not None:
-        y = cx.b.op("add", [y, chan(cx.val(b, (c,)))], x.type)
+        y = cx.b.op("add", [y, chan(cx.val(b, (c,), x.type.dtype))], x.type)
     return y
 
 
 @entry(aten._native_batch_norm_legit_functional.default)
 def _bn_train(cx, a, k):
     x, w, b, rm, rv, training, momentum, eps = a
-    x = cx.val(x)
     if not training:
         return _bn_eval(cx, [x, w, b, rm, rv, momentum, eps], k)
+    dt = _norm_dtype(cx, x, w, b)
+    x = cx.val(x, None, dt)
     dims = [0] + list(range(2, len(x.shape)))
     n = 1
     for d in dims:
@@ -652,30 +735,32 @@ def _bn_train(cx, a, k):
     rstd = cx.unary("rsqrt", cx.binary("add", var, float(eps), (c,)))
     y = cx.b.op("mul", [d, cx.b.op("broadcast", [rstd], x.type, "dims = [1]")], x.type)
     if w is not None:
-        y = cx.b.op("mul", [y, cx.b.op("broadcast", [cx.val(w, (c,))], x.type, "dims = [1]")], x.type)
+        y = cx.b.op("mul", [y, cx.b.op("broadcast", [cx.val(w, (c,), dt)], x.type, "dims = [1]")], x.type)
     if b is not None:
-        y = cx.b.op("add", [y, cx.b.op("broadcast", [cx.val(b, (c,))], x.type, "dims = [1]")], x.type)
+        y = cx.b.op("add", [y, cx.b.op("broadcast", [cx.val(b, (c,), dt)], x.type, "dims = [1]")], x.type)
     m = float(momentum)
-    new_rm = cx.b.op("add", [cx.scale(cx.val(rm), 1 - m), cx.scale(mean, m)], mean.type)
+    new_rm = cx.b.op("add", [cx.scale(cx.val(rm, None, dt), 1 - m), cx.scale(mean, m)], mean.type)
     unbiased = cx.scale(var, m * n / max(n - 1, 1))
-    new_rv = cx.b.op("add", [cx.scale(cx.val(rv), 1 - m), unbiased], mean.type)
+    new_rv = cx.b.op("add", [cx.scale(cx.val(rv, None, dt), 1 - m), unbiased], mean.type)
     return (y, mean, rstd, new_rm, new_rv)
 
 
 @entry(aten._native_batch_norm_legit_no_training.default)
 def _bn_eval(cx, a, k):
     x, w, b, rm, rv, momentum, eps = a
-    x = cx.val(x)
+    dt = _norm_dtype(cx, x, w, b)
+    x = cx.val(x, None, dt)
     c = x.shape[1]
-    rstd = cx.unary("rsqrt", cx.binary("add", cx.val(rv), float(eps), (c,)))
-    y = _bn_apply(cx, x, cx.val(rm), rstd, w, b)
+    rstd = cx.unary("rsqrt", cx.binary("add", cx.val(rv, None, dt), float(eps), (c,)))
+    y = _bn_apply(cx, x, cx.val(rm, None, dt), rstd, w, b)
     return (y, _NoValue("batch_norm's saved mean"), _NoValue("batch_norm's saved rstd"))
 
 
 @entry(aten.native_layer_norm.default)
 def _layer_norm(cx, a, k):
     x, nshape, w, b, eps = a
-    x = cx.val(x)
+    dt = _norm_dtype(cx, x, w, b)
+    x = cx.val(x, None, dt)
     r, kdims = len(x.shape), len(nshape)
     dims = list(range(r - kdims, r))
     n = 1
@@ -690,9 +775,9 @@ def _layer_norm(cx, a, k):
     y = cx.b.op("mul", [d, to_x(rstd)], x.type)
     inner = lambda v: cx.b.op("broadcast", [v], x.type, f"dims = {ints(dims)}")  # noqa: E731
     if w is not None:
-        y = cx.b.op("mul", [y, inner(cx.val(w))], x.type)
+        y = cx.b.op("mul", [y, inner(cx.val(w, None, dt))], x.type)
     if b is not None:
-        y = cx.b.op("add", [y, inner(cx.val(b))], x.type)
+        y = cx.b.op("add", [y, inner(cx.val(b, None, dt))], x.type)
     keep = list(outer) + [1] * kdims
     return (y, cx.reshape(mean, keep), cx.reshape(rstd, keep))
 
@@ -703,7 +788,7 @@ def _log_softmax_of(cx, x, dim) -> Val:
     differentiates `reduce_max` (which would keep x for the backward)."""
     dim = dim % len(x.shape)
     out = tuple(s for i, s in enumerate(x.shape) if i != dim)
-    mx = cx.b.op("reduce_max", [x], cx.t(out), f"dims = [{dim}], ck.stop_gradient")
+    mx = cx.b.op("reduce_max", [x], cx.t(out, x.type.dtype), f"dims = [{dim}], ck.stop_gradient")
     back = lambda v: cx.b.op("broadcast", [v], x.type, f"dims = {ints([i for i in range(len(x.shape)) if i != dim])}")  # noqa: E731
     z = cx.b.op("sub", [x, back(mx)], x.type)
     s = cx.reduce_sum(cx.unary("exp", z), [dim])
@@ -718,7 +803,8 @@ def _softmax_of(cx, x, dim) -> Val:
 
 @entry(aten._softmax.default)
 def _softmax(cx, a, k):
-    return _softmax_of(cx, cx.val(a[0]), a[1])
+    # half_to_float: a bf16/f16 input with an f32 result computes in f32
+    return _softmax_of(cx, cx.val(a[0], None, cx.out_dtype()), a[1])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -739,7 +825,7 @@ def _fused_cross_entropy(cx, x, dim) -> bool:
 
 @entry(aten._log_softmax.default)
 def _log_softmax(cx, a, k):
-    x = cx.val(a[0])
+    x = cx.val(a[0], None, cx.out_dtype())
     if _fused_cross_entropy(cx, x, a[1]):
         return LogProbs(x)
     return _log_softmax_of(cx, x, a[1])
@@ -751,7 +837,8 @@ def _sdpa(cx, a, k):
     captured undecomposed (the decomposition tests float scores against
     -inf). The mask is a host value added to the scores: 0 where attended,
     -inf elsewhere (is_causal: above the diagonal)."""
-    q, kk, v = (cx.val(x) for x in a[:3])
+    dt = cx.out_dtype()
+    q, kk, v = (cx.val(x, None, dt) for x in a[:3])
     mask = a[3] if len(a) > 3 else k.get("attn_mask")
     p = a[4] if len(a) > 4 else k.get("dropout_p", 0.0)
     causal = a[5] if len(a) > 5 else k.get("is_causal", False)
@@ -765,26 +852,26 @@ def _sdpa(cx, a, k):
     e = q.shape[-1]
     lq, sk = q.shape[-2], kk.shape[-2]
     scale = 1.0 / math.sqrt(e) if scale is None else float(scale)
-    st = cx.t(q.shape[:-1] + (sk,))
+    st = cx.t(q.shape[:-1] + (sk,), dt)
     scores = cx.scale(cx.b.op("matmul", [q, kk], st, "transpose_b = true"), scale)
     add = None
     if causal:
         if mask is not None:
             raise cx.unsupported("scaled_dot_product_attention with both attn_mask and is_causal")
-        add = cx.host_arg(Host(cx.node, (lq, sk), torch.float32), f"causal:{lq}:{sk}", (lq, sk))
+        add = cx.host_arg(Host(cx.node, (lq, sk), torch.float32), f"causal:{lq}:{sk}", (lq, sk), dt)
     elif isinstance(mask, Host):
         if mask.dtype == torch.bool:
-            add = cx.host_arg(mask, "additive", mask.shape)
+            add = cx.host_arg(mask, "additive", mask.shape, dt)
         else:
-            add = cx.host_arg(mask, "float", mask.shape)
+            add = cx.host_arg(mask, "float", mask.shape, dt)
     elif isinstance(mask, Val):
-        add = mask
+        add = cx.cast(mask, dt)
     elif mask is not None:
         raise cx.unsupported(f"attn_mask {mask!r}")
     if add is not None:
         scores = cx.b.op("add", [scores, cx.bcast(add, st.shape)], st)
     w = _softmax_of(cx, scores, -1)
-    return cx.b.op("matmul", [w, v], cx.t(cx.out_shape()))
+    return cx.b.op("matmul", [w, v], cx.t(cx.out_shape(), dt))
 
 
 @entry(aten.gelu.default)
@@ -813,8 +900,10 @@ def _dropout(cx, a, k):
     seed = cx.dropouts
     cx.dropouts += 1
     step = cx.step_arg()
-    y = cx.b.op("dropout", [x, step], x.type, f"rate = {f32(p)}, seed = {seed} : i64")
-    return (y, _NoValue("dropout's mask"))
+    # The step key is an integer-valued f32 that a 2-byte type would round:
+    # a bf16/f16 value is dropped in f32 (exact both ways) and converted back.
+    y = cx.b.op("dropout", [cx.cast(x, "f32"), step], cx.t(x.shape, "f32"), f"rate = {f32(p)}, seed = {seed} : i64")
+    return (cx.cast(y, x.type.dtype), _NoValue("dropout's mask"))
 
 
 @entry(aten.embedding.default)
@@ -823,7 +912,7 @@ def _embedding(cx, a, k):
     if not isinstance(idx, Host):
         raise cx.unsupported("embedding indices computed from float values")
     ids = cx.host_arg(idx, "int", idx.shape)
-    return cx.b.op("gather", [w, ids], cx.t(cx.out_shape()), "axis = 0 : i64")
+    return cx.b.op("gather", [w, ids], cx.t(cx.out_shape(), w.type.dtype), "axis = 0 : i64")
 
 
 @entry(aten.gather.default)
@@ -833,7 +922,7 @@ def _gather(cx, a, k):
         raise cx.unsupported("gather with indices computed from float values")
     dim = dim % len(x.shape)
     ids = cx.host_arg(idx, "int", idx.shape)
-    return cx.b.op("take_along", [x, ids], cx.t(cx.out_shape()), f"axis = {dim} : i64")
+    return cx.b.op("take_along", [x, ids], cx.t(cx.out_shape(), x.type.dtype), f"axis = {dim} : i64")
 
 
 @entry(aten.nll_loss_forward.default)
@@ -854,10 +943,12 @@ def _nll_loss(cx, a, k):
     if len(x.shape) != 2:
         raise cx.unsupported(f"nll_loss of rank {len(x.shape)} (ckopt.torch takes [N, C])")
     n = x.shape[0]
-    # the log-probability of each kept row's label, summed (and averaged)
+    # the log-probability of each kept row's label, summed (and averaged),
+    # in f32 (a bf16 count of rows is exact only up to 256)
     safe = cx.host_arg(target, f"int_ignore:{ignore}", (n, 1))
     keep = cx.host_arg(target, f"keep:{ignore}", (n,))
-    picked = cx.reshape(cx.b.op("take_along", [x, safe], cx.t((n, 1)), "axis = 1 : i64"), (n,))
+    picked = cx.reshape(cx.b.op("take_along", [x, safe], cx.t((n, 1), x.type.dtype), "axis = 1 : i64"), (n,))
+    picked = cx.cast(picked, "f32")
     s = cx.unary("neg", cx.reduce_sum(cx.b.op("mul", [picked, keep], keep.type), [0]))
     if reduction == 1:
         s = cx.b.op("div", [s, cx.reduce_sum(keep, [0])], s.type)
@@ -869,26 +960,22 @@ def _where(cx, a, k):
     c, x, y = a
     if not isinstance(c, Host):
         raise cx.unsupported("where with a condition computed from float values")
-    shape = cx.out_shape()
+    shape, dt = cx.out_shape(), cx.out_dtype()
     # ck.select of the host condition (an i1 argument at its own shape,
     # broadcast in ck); host branches become float arguments, numbers fills.
     cond = cx.bcast(cx.host_arg(c, "bool", c.shape), shape)
 
     def branch(v):
-        if isinstance(v, Val):
-            return cx.bcast(v, shape)
-        if isinstance(v, Host):
-            return cx.bcast(cx.host_arg(v, "float", v.shape), shape)
-        return cx.bcast(cx.fill(float(v), ()), shape)
+        return cx.bcast(cx.val(v, (), dt), shape)
 
-    return cx.b.op("select", [cond, branch(x), branch(y)], cx.t(shape))
+    return cx.b.op("select", [cond, branch(x), branch(y)], cx.t(shape, dt))
 
 
 @entry(aten.full_like.default)
 def _full_like(cx, a, k):
-    if k.get("dtype") not in (None, torch.float32):
-        raise cx.unsupported(f"full_like of dtype {k.get('dtype')}")
-    return cx.fill(float(a[1]), cx.out_shape())
+    if k.get("dtype") not in (None, *FLOAT_DTYPES):
+        raise cx.unsupported(f"full_like of dtype {k.get('dtype')} (ckopt.torch computes {SUPPORTED})")
+    return cx.fill(float(a[1]), cx.out_shape(), cx.out_dtype())
 
 
 @dataclasses.dataclass(frozen=True)

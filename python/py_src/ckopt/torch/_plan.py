@@ -134,6 +134,8 @@ def _expr(op: dict, a: list[str], types: dict, out: str | None) -> str:
         return full if not shape else f"{full}.expand({shape!r})"
     if k == "select":
         return f"torch.where({a[0]}, {a[1]}, {a[2]})"
+    if k == "cast":  # float <-> float rounds to nearest even, as ck.cast
+        return f"{a[0]}.to({_DT[op['dtype']]})"
     if k == "relu_grad":
         return f"torch.ops.aten.threshold_backward({a[1]}, {a[0]}, 0)"
     if k == "broadcast":
@@ -180,8 +182,9 @@ def _expr(op: dict, a: list[str], types: dict, out: str | None) -> str:
         return f"torch.gather({a[0]}, {int(at['axis'])}, {a[1]})"
     if k == "take_along_grad":
         return f"torch.zeros({shape!r}, dtype={_DT[op['dtype']]}, device=_dev).scatter_add_({int(at['axis'])}, {a[0]}, {a[1]})"
-    if k == "cross_entropy":
-        return f"torch.nn.functional.cross_entropy({a[0]}, {a[1]}, ignore_index={int(at.get('ignore_index', -100))})"
+    if k == "cross_entropy":  # f32 of any float logits (ck.cross_entropy's loss is f32)
+        x = a[0] if types[op["operands"][0]][1] == "f32" else f"{a[0]}.float()"
+        return f"torch.nn.functional.cross_entropy({x}, {a[1]}, ignore_index={int(at.get('ignore_index', -100))})"
     if k == "cross_entropy_grad":
         return f"_cross_entropy_grad({a[0]}, {a[1]}, {a[2]}, {int(at.get('ignore_index', -100))})"
     if k == "dropout":
@@ -203,18 +206,20 @@ _WINDOW_OPS = {
     "max_pool2d": "torch.max_pool2d({0}, {w!r}, {s!r})",
     "max_pool2d_grad": "_maxpool_grad({0}, {1}, {w!r}, {s!r})",
     "avg_pool2d": "torch.nn.functional.avg_pool2d({0}, {w!r}, {s!r})",
-    "avg_pool2d_grad": "torch.ops.aten.avg_pool2d_backward({0}, _empty({shape!r}), {w!r}, {s!r}, [0, 0], False, True, None)",
+    "avg_pool2d_grad": "torch.ops.aten.avg_pool2d_backward({0}, _empty({shape!r}, {0}.dtype), {w!r}, {s!r}, [0, 0], False, True, None)",
 }
 
 
 def _cross_entropy_grad(x, labels, dy, ignore):
     """ck.cross_entropy_grad: (softmax - onehot) * dy / count on kept rows,
-    0 on ignored ones, in one [N, C] buffer."""
+    0 on ignored ones, in one [N, C] buffer; computed in f32 and rounded
+    once to the logits' type (bf16/f16)."""
     keep = labels != ignore
-    g = torch.softmax(x, 1)
+    g = torch.softmax(x, 1, dtype=torch.float32)
     rows = torch.arange(x.shape[0], device=x.device)
     g[rows, torch.where(keep, labels, 0)] -= 1.0
-    return g.mul_((keep.to(x.dtype) * (dy / keep.sum())).unsqueeze(1))
+    g.mul_((keep.to(torch.float32) * (dy.to(torch.float32) / keep.sum())).unsqueeze(1))
+    return g if x.dtype == torch.float32 else g.to(x.dtype)
 
 
 def _maxpool_grad(x, dy, window, stride):
@@ -280,7 +285,7 @@ def _namespace(device) -> dict:
     """The globals of generated schedules."""
     return {"torch": torch, "_dev": device, "_dropout": dropout, "_maxpool_grad": _maxpool_grad,
             "_cross_entropy_grad": _cross_entropy_grad,
-            "_empty": lambda shape: torch.empty(shape, device=device)}
+            "_empty": lambda shape, dtype: torch.empty(shape, dtype=dtype, device=device)}
 
 
 class AtenRunner:
@@ -307,8 +312,7 @@ def gen_forward(module, fname: str, device):
 # ckopt executor: the two halves on ckopt's cpu backend
 
 
-_TORCH_DT = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16,
-             "i64": torch.int64, "i32": torch.int32, "i1": torch.bool}
+_TORCH_DT = {k: getattr(torch, v.split(".")[1]) for k, v in _DT.items()}
 
 
 def _view(t: torch.Tensor):
