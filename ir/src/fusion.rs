@@ -109,6 +109,10 @@ pub fn groups(f: &Func) -> Vec<Group> {
 pub fn analyze(f: &Func) -> Fusion {
     let groups = groups(f);
     let mut group_of = vec![None; f.body.len()];
+    if groups.is_empty() {
+        // Unfused: every op its own kernel, every value stored.
+        return Fusion { groups, group_of, internal: vec![false; f.values.len()] };
+    }
     for (gi, g) in groups.iter().enumerate() {
         for i in g.ops() {
             group_of[i] = Some(gi);
