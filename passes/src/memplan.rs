@@ -88,21 +88,35 @@ pub struct Placement {
     pub arena_bytes: u64,
 }
 
-/// A coalesced set of disjoint, non-touching half-open byte ranges, sorted
-/// by start (a sorted vector: the sets stay small, and a query copies whole
-/// sets, which a vector does at memory speed).
-#[derive(Clone, Debug, Default)]
+/// Where a coalesced set of disjoint, non-touching half-open byte ranges,
+/// sorted by start, lives in a [`Pool`]: `data[at..at + len]`, with room
+/// for `cap`.
+#[derive(Clone, Copy, Debug, Default)]
 struct RangeSet {
-    ranges: Vec<(u64, u64)>,
+    at: usize,
+    len: u32,
+    cap: u32,
 }
 
-impl RangeSet {
-    /// Adds `[s, e)`, merging with overlapping or touching ranges.
-    fn insert(&mut self, mut s: u64, mut e: u64) {
+/// The storage of every [`RangeSet`] of the trees, one vector: a set that
+/// outgrows its room moves to the end with twice the room (its old room is
+/// not reused). Millions of small sets, and no allocation or free of their own.
+#[derive(Debug, Default)]
+struct Pool {
+    data: Vec<(u64, u64)>,
+}
+
+impl Pool {
+    fn get(&self, set: RangeSet) -> &[(u64, u64)] {
+        &self.data[set.at..set.at + set.len as usize]
+    }
+
+    /// Adds `[s, e)` to `set`, merging with overlapping or touching ranges.
+    fn insert(&mut self, set: &mut RangeSet, mut s: u64, mut e: u64) {
         if s >= e {
             return;
         }
-        let v = &mut self.ranges;
+        let v = self.get(*set);
         // The ranges starting at or before s: the last of them merges if it reaches s.
         let mut lo = v.partition_point(|r| r.0 <= s);
         if lo > 0 && v[lo - 1].1 >= s {
@@ -120,7 +134,27 @@ impl RangeSet {
             e = e.max(v[hi].1);
             hi += 1;
         }
-        v.splice(lo..hi, std::iter::once((s, e)));
+        let len = set.len as usize;
+        if hi > lo {
+            // [lo, hi) becomes one range.
+            let at = set.at;
+            self.data[at + lo] = (s, e);
+            self.data.copy_within(at + hi..at + len, at + lo + 1);
+            set.len -= (hi - lo - 1) as u32;
+            return;
+        }
+        if set.len == set.cap {
+            let cap = set.cap.saturating_mul(2).max(2);
+            let at = self.data.len();
+            self.data.extend_from_within(set.at..set.at + len);
+            self.data.resize(at + cap as usize, (0, 0));
+            set.at = at;
+            set.cap = cap;
+        }
+        let at = set.at;
+        self.data.copy_within(at + lo..at + len, at + lo + 1);
+        self.data[at + lo] = (s, e);
+        set.len += 1;
     }
 }
 
@@ -133,12 +167,13 @@ struct TimeTrees {
     cover: Vec<RangeSet>,
     /// Ranges of the blocks that start inside the node's range.
     starts: Vec<RangeSet>,
+    pool: Pool,
 }
 
 impl TimeTrees {
     fn new(n: usize) -> Self {
         let size = n.max(1).next_power_of_two();
-        TimeTrees { size, cover: vec![RangeSet::default(); 2 * size], starts: vec![RangeSet::default(); 2 * size] }
+        TimeTrees { size, cover: vec![RangeSet::default(); 2 * size], starts: vec![RangeSet::default(); 2 * size], pool: Pool::default() }
     }
 
     /// Records `[off, end)` as occupied on op indices `[s, e]` (`s <= e`).
@@ -146,19 +181,19 @@ impl TimeTrees {
         let (mut l, mut r) = (s + self.size, e + 1 + self.size);
         while l < r {
             if l & 1 == 1 {
-                self.cover[l].insert(off, end);
+                self.pool.insert(&mut self.cover[l], off, end);
                 l += 1;
             }
             if r & 1 == 1 {
                 r -= 1;
-                self.cover[r].insert(off, end);
+                self.pool.insert(&mut self.cover[r], off, end);
             }
             l /= 2;
             r /= 2;
         }
         let mut x = s + self.size;
         while x >= 1 {
-            self.starts[x].insert(off, end);
+            self.pool.insert(&mut self.starts[x], off, end);
             x /= 2;
         }
     }
@@ -169,19 +204,19 @@ impl TimeTrees {
         // Live at s.
         let mut x = s + self.size;
         while x >= 1 {
-            out.extend_from_slice(&self.cover[x].ranges);
+            out.extend_from_slice(self.pool.get(self.cover[x]));
             x /= 2;
         }
         // Starting in (s, e].
         let (mut l, mut r) = (s + 1 + self.size, e + 1 + self.size);
         while l < r {
             if l & 1 == 1 {
-                out.extend_from_slice(&self.starts[l].ranges);
+                out.extend_from_slice(self.pool.get(self.starts[l]));
                 l += 1;
             }
             if r & 1 == 1 {
                 r -= 1;
-                out.extend_from_slice(&self.starts[r].ranges);
+                out.extend_from_slice(self.pool.get(self.starts[r]));
             }
             l /= 2;
             r /= 2;
@@ -473,8 +508,9 @@ mod tests {
         }
     }
 
-    /// RangeSet against a byte map: after every insert the set is sorted,
-    /// disjoint, never touching, and covers exactly the inserted bytes.
+    /// Range sets in one pool against byte maps: after every insert each
+    /// set is sorted, disjoint, never touching, and covers exactly the bytes
+    /// inserted into it (sets interleave and move as they grow).
     #[test]
     fn range_set_is_the_coalesced_union() {
         let mut seed = 0x9e37_79b9_7f4a_7c15u64;
@@ -485,25 +521,29 @@ mod tests {
             seed % m
         };
         for _ in 0..200 {
-            let mut set = RangeSet::default();
-            let mut bytes = [false; 96];
-            for _ in 0..12 {
+            let mut pool = Pool::default();
+            let mut sets = [RangeSet::default(); 3];
+            let mut bytes = [[false; 96]; 3];
+            for _ in 0..36 {
+                let k = next(3) as usize;
                 let s = next(90);
                 let e = s + next(8);
-                set.insert(s, e);
+                pool.insert(&mut sets[k], s, e);
                 for x in s..e {
-                    bytes[x as usize] = true;
+                    bytes[k][x as usize] = true;
                 }
-                let r = &set.ranges;
-                assert!(r.windows(2).all(|w| w[0].1 < w[1].0), "{r:?}");
-                assert!(r.iter().all(|&(a, b)| a < b), "{r:?}");
-                let mut got = [false; 96];
-                for &(a, b) in r {
-                    for x in a..b {
-                        got[x as usize] = true;
+                for k in 0..3 {
+                    let r = pool.get(sets[k]);
+                    assert!(r.windows(2).all(|w| w[0].1 < w[1].0), "{r:?}");
+                    assert!(r.iter().all(|&(a, b)| a < b), "{r:?}");
+                    let mut got = [false; 96];
+                    for &(a, b) in r {
+                        for x in a..b {
+                            got[x as usize] = true;
+                        }
                     }
+                    assert_eq!(got, bytes[k], "{r:?}");
                 }
-                assert_eq!(got, bytes, "{r:?}");
             }
         }
     }
@@ -563,14 +603,15 @@ mod tests {
 
     #[test]
     fn range_set_coalesces() {
+        let mut pool = Pool::default();
         let mut r = RangeSet::default();
-        r.insert(10, 20);
-        r.insert(30, 40);
-        r.insert(20, 30);
-        assert_eq!(r.ranges.len(), 1);
-        assert_eq!(r.ranges, vec![(10, 40)]);
-        r.insert(0, 5);
-        r.insert(3, 12);
-        assert_eq!(r.ranges, vec![(0, 40)]);
+        pool.insert(&mut r, 10, 20);
+        pool.insert(&mut r, 30, 40);
+        pool.insert(&mut r, 20, 30);
+        assert_eq!(pool.get(r).len(), 1);
+        assert_eq!(pool.get(r), [(10, 40)]);
+        pool.insert(&mut r, 0, 5);
+        pool.insert(&mut r, 3, 12);
+        assert_eq!(pool.get(r), [(0, 40)]);
     }
 }
