@@ -325,26 +325,33 @@ impl fmt::Display for Attr {
 
 /// Prints a dictionary as ` {k = v, unit_key}` (leading space) or nothing when empty.
 pub fn format_dict(attrs: &Attrs) -> String {
+    let mut s = String::new();
+    write_dict(&mut s, attrs);
+    s
+}
+
+/// Appends [`format_dict`]'s text to `out` (no intermediate strings).
+pub fn write_dict(out: &mut String, attrs: &Attrs) {
+    use fmt::Write as _;
     if attrs.is_empty() {
-        return String::new();
+        return;
     }
-    let mut s = String::from(" {");
+    out.push_str(" {");
     for (i, (k, v)) in attrs.iter().enumerate() {
         if i > 0 {
-            s.push_str(", ");
+            out.push_str(", ");
         }
         if is_bare_key(k) {
-            s.push_str(k);
+            out.push_str(k);
         } else {
-            s.push_str(&Attr::Str(k.clone()).to_string());
+            let _ = write!(out, "{}", Attr::Str(k.clone()));
         }
         if !matches!(v, Attr::Unit) {
-            s.push_str(" = ");
-            s.push_str(&v.to_string());
+            out.push_str(" = ");
+            let _ = write!(out, "{v}");
         }
     }
-    s.push('}');
-    s
+    out.push('}');
 }
 
 #[cfg(test)]
