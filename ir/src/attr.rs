@@ -1,10 +1,11 @@
 //! Attributes: the small subset of MLIR's attribute language that ck ops use.
 //!
-//! Dictionaries are `BTreeMap`s so printing order is canonical (sorted, as
-//! MLIR prints dictionary attributes) and print(parse(x)) is stable.
+//! Dictionaries ([`Attrs`]) iterate in key order, as a `BTreeMap` does, so
+//! printing order is canonical (sorted, as MLIR prints dictionary
+//! attributes) and print(parse(x)) is stable.
 
-use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Attr {
@@ -25,7 +26,163 @@ pub enum Attr {
     Dense { shape: Vec<u64>, data: Vec<f32> },
 }
 
-pub type Attrs = BTreeMap<String, Attr>;
+/// An attribute dictionary: a map from name to attribute, iterated in key
+/// order (the interface of `BTreeMap<String, Attr>`, which it replaced).
+///
+/// Stored as a sorted vector behind an `Arc`, copied on write: cloning an op
+/// (remat copies whole functions per candidate plan) shares its attributes
+/// instead of allocating a tree node (about 900 bytes) and a key per entry,
+/// and an empty dictionary allocates nothing. Dictionaries hold a handful of
+/// entries, so lookups scan.
+#[derive(Clone, Default)]
+pub struct Attrs(Option<Arc<Vec<(String, Attr)>>>);
+
+impl Attrs {
+    /// An empty dictionary (allocates nothing).
+    pub const fn new() -> Attrs {
+        Attrs(None)
+    }
+    fn entries(&self) -> &[(String, Attr)] {
+        self.0.as_deref().map_or(&[], Vec::as_slice)
+    }
+    /// The entries, for writing (copied first when shared).
+    fn entries_mut(&mut self) -> &mut Vec<(String, Attr)> {
+        Arc::make_mut(self.0.get_or_insert_with(Default::default))
+    }
+    /// Index of `k`, or where it would be inserted.
+    fn find(&self, k: &str) -> Result<usize, usize> {
+        self.entries().binary_search_by(|(e, _)| e.as_str().cmp(k))
+    }
+    pub fn len(&self) -> usize {
+        self.entries().len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.entries().is_empty()
+    }
+    pub fn get(&self, k: &str) -> Option<&Attr> {
+        self.find(k).ok().map(|i| &self.entries()[i].1)
+    }
+    pub fn get_mut(&mut self, k: &str) -> Option<&mut Attr> {
+        let i = self.find(k).ok()?;
+        Some(&mut self.entries_mut()[i].1)
+    }
+    pub fn contains_key(&self, k: &str) -> bool {
+        self.find(k).is_ok()
+    }
+    /// Sets `k` to `v`; returns the value it had.
+    pub fn insert(&mut self, k: String, v: Attr) -> Option<Attr> {
+        match self.find(&k) {
+            Ok(i) => Some(std::mem::replace(&mut self.entries_mut()[i].1, v)),
+            Err(i) => {
+                self.entries_mut().insert(i, (k, v));
+                None
+            }
+        }
+    }
+    /// Removes `k`; returns the value it had.
+    pub fn remove(&mut self, k: &str) -> Option<Attr> {
+        let i = self.find(k).ok()?;
+        let v = self.entries_mut().remove(i).1;
+        if self.is_empty() {
+            self.0 = None;
+        }
+        Some(v)
+    }
+    pub fn clear(&mut self) {
+        self.0 = None;
+    }
+    /// Keeps the entries for which `f` is true.
+    pub fn retain(&mut self, mut f: impl FnMut(&String, &mut Attr) -> bool) {
+        if self.is_empty() {
+            return;
+        }
+        self.entries_mut().retain_mut(|(k, v)| f(k, v));
+        if self.is_empty() {
+            self.0 = None;
+        }
+    }
+    /// The entries in key order.
+    pub fn iter(&self) -> Iter<'_> {
+        Iter(self.entries().iter())
+    }
+    pub fn keys(&self) -> impl DoubleEndedIterator<Item = &String> + ExactSizeIterator {
+        self.entries().iter().map(|(k, _)| k)
+    }
+    pub fn values(&self) -> impl DoubleEndedIterator<Item = &Attr> + ExactSizeIterator {
+        self.entries().iter().map(|(_, v)| v)
+    }
+}
+
+/// Iterator over the entries of [`Attrs`] in key order.
+#[derive(Clone, Debug)]
+pub struct Iter<'a>(std::slice::Iter<'a, (String, Attr)>);
+
+impl<'a> Iterator for Iter<'a> {
+    type Item = (&'a String, &'a Attr);
+    fn next(&mut self) -> Option<Self::Item> {
+        self.0.next().map(|(k, v)| (k, v))
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.0.size_hint()
+    }
+}
+impl DoubleEndedIterator for Iter<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.0.next_back().map(|(k, v)| (k, v))
+    }
+}
+impl ExactSizeIterator for Iter<'_> {}
+
+impl<'a> IntoIterator for &'a Attrs {
+    type Item = (&'a String, &'a Attr);
+    type IntoIter = Iter<'a>;
+    fn into_iter(self) -> Iter<'a> {
+        self.iter()
+    }
+}
+
+impl IntoIterator for Attrs {
+    type Item = (String, Attr);
+    type IntoIter = std::vec::IntoIter<(String, Attr)>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.map(Arc::unwrap_or_clone).unwrap_or_default().into_iter()
+    }
+}
+
+impl Extend<(String, Attr)> for Attrs {
+    fn extend<I: IntoIterator<Item = (String, Attr)>>(&mut self, iter: I) {
+        for (k, v) in iter {
+            self.insert(k, v);
+        }
+    }
+}
+
+/// As a `BTreeMap` collects: a later entry of the same key replaces the earlier one.
+impl FromIterator<(String, Attr)> for Attrs {
+    fn from_iter<I: IntoIterator<Item = (String, Attr)>>(iter: I) -> Attrs {
+        let mut a = Attrs::new();
+        a.extend(iter);
+        a
+    }
+}
+
+impl<const N: usize> From<[(String, Attr); N]> for Attrs {
+    fn from(pairs: [(String, Attr); N]) -> Attrs {
+        pairs.into_iter().collect()
+    }
+}
+
+impl PartialEq for Attrs {
+    fn eq(&self, o: &Attrs) -> bool {
+        self.entries() == o.entries()
+    }
+}
+
+impl fmt::Debug for Attrs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
+}
 
 impl Attr {
     pub fn kind_name(&self) -> &'static str {
@@ -168,26 +325,33 @@ impl fmt::Display for Attr {
 
 /// Prints a dictionary as ` {k = v, unit_key}` (leading space) or nothing when empty.
 pub fn format_dict(attrs: &Attrs) -> String {
+    let mut s = String::new();
+    write_dict(&mut s, attrs);
+    s
+}
+
+/// Appends [`format_dict`]'s text to `out` (no intermediate strings).
+pub fn write_dict(out: &mut String, attrs: &Attrs) {
+    use fmt::Write as _;
     if attrs.is_empty() {
-        return String::new();
+        return;
     }
-    let mut s = String::from(" {");
+    out.push_str(" {");
     for (i, (k, v)) in attrs.iter().enumerate() {
         if i > 0 {
-            s.push_str(", ");
+            out.push_str(", ");
         }
         if is_bare_key(k) {
-            s.push_str(k);
+            out.push_str(k);
         } else {
-            s.push_str(&Attr::Str(k.clone()).to_string());
+            let _ = write!(out, "{}", Attr::Str(k.clone()));
         }
         if !matches!(v, Attr::Unit) {
-            s.push_str(" = ");
-            s.push_str(&v.to_string());
+            out.push_str(" = ");
+            let _ = write!(out, "{v}");
         }
     }
-    s.push('}');
-    s
+    out.push('}');
 }
 
 #[cfg(test)]
@@ -209,6 +373,30 @@ mod tests {
         assert_eq!(s.to_string(), "dense<3.0> : tensor<f32>");
         let e = Attr::Dense { shape: vec![0], data: vec![] };
         assert_eq!(e.to_string(), "dense<[]> : tensor<0xf32>");
+    }
+    /// `Attrs` behaves as the `BTreeMap<String, Attr>` it replaced: key
+    /// order, insert replaces, collect keeps the last duplicate, and a clone
+    /// is unaffected by writes to the original.
+    #[test]
+    fn attrs_is_a_sorted_map_copied_on_write() {
+        let mut a: Attrs = [("z".to_string(), Attr::Int(1)), ("a".to_string(), Attr::Unit), ("z".to_string(), Attr::Int(2))].into();
+        assert_eq!(a.keys().map(String::as_str).collect::<Vec<_>>(), ["a", "z"]);
+        assert_eq!(a.get("z"), Some(&Attr::Int(2)));
+        let b = a.clone();
+        assert_eq!(a.insert("m".into(), Attr::Bool(true)), None);
+        assert_eq!(a.insert("z".into(), Attr::Int(3)), Some(Attr::Int(2)));
+        assert_eq!(a.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(), ["a", "m", "z"]);
+        assert_eq!(b.len(), 2);
+        assert_eq!(b.get("z"), Some(&Attr::Int(2)));
+        assert!(!b.contains_key("m"));
+        assert_eq!(a.remove("a"), Some(Attr::Unit));
+        assert_eq!(a.remove("a"), None);
+        a.retain(|k, _| k != "m");
+        assert_eq!(a, [("z".to_string(), Attr::Int(3))].into());
+        assert_eq!(a.remove("z"), Some(Attr::Int(3)));
+        assert!(a.is_empty());
+        assert_eq!(a, Attrs::new());
+        assert_eq!(format!("{b:?}"), r#"{"a": Unit, "z": Int(2)}"#);
     }
     #[test]
     fn dict_prints_sorted_with_units_bare() {

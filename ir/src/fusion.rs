@@ -109,6 +109,10 @@ pub fn groups(f: &Func) -> Vec<Group> {
 pub fn analyze(f: &Func) -> Fusion {
     let groups = groups(f);
     let mut group_of = vec![None; f.body.len()];
+    if groups.is_empty() {
+        // Unfused: every op its own kernel, every value stored.
+        return Fusion { groups, group_of, internal: vec![false; f.values.len()] };
+    }
     for (gi, g) in groups.iter().enumerate() {
         for i in g.ops() {
             group_of[i] = Some(gi);
@@ -294,13 +298,26 @@ pub fn strip_fusion(f: &mut Func) -> bool {
 /// an op or is a `{ck.donate}` argument. Otherwise the result gets a buffer
 /// of its own (over- rather than under-estimating memory).
 pub fn inplace_source(f: &Func, op: &Op, is_arg: &[bool]) -> Option<ValueId> {
-    let n = op.int_attr(crate::ops::ATTR_INPLACE)?;
-    let v = *op.operands.get(usize::try_from(n).ok()?)?;
-    let r = op.result?;
-    if f.ty(v).byte_size()? != f.ty(r).byte_size()? {
+    inplace_source_of(op.int_attr(crate::ops::ATTR_INPLACE), &op.operands, op.result, &|v| f.ty(v).byte_size(), is_arg, &f.params)
+}
+
+/// [`inplace_source`] from the parts of an op: its `ck.inplace` mark,
+/// operands and result, the byte size of a value, which values are
+/// arguments, and the function's parameters (for `{ck.donate}`).
+pub fn inplace_source_of(
+    mark: Option<i64>,
+    operands: &[ValueId],
+    result: Option<ValueId>,
+    byte_size: &dyn Fn(ValueId) -> Option<u64>,
+    is_arg: &[bool],
+    params: &[crate::func::Param],
+) -> Option<ValueId> {
+    let v = *operands.get(usize::try_from(mark?).ok()?)?;
+    let r = result?;
+    if byte_size(v)? != byte_size(r)? {
         return None;
     }
-    if is_arg[v.index()] && !f.params.iter().any(|p| p.value == v && p.attrs.contains_key(crate::ops::ATTR_DONATE)) {
+    if is_arg[v.index()] && !params.iter().any(|p| p.value == v && p.attrs.contains_key(crate::ops::ATTR_DONATE)) {
         return None;
     }
     Some(v)

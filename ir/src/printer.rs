@@ -5,11 +5,12 @@
 //! are the stored ones, made unique (a repeated name gets a `_N` suffix) and
 //! valid MLIR identifiers, so passes may create values with any hint.
 
-use crate::attr::{Attr, format_dict, is_bare_key};
+use crate::attr::{Attr, format_dict, is_bare_key, write_dict};
 use crate::func::{Func, Module};
 use crate::types::TensorType;
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
+use std::hash::BuildHasherDefault;
 use std::fmt::Write;
 
 /// A valid MLIR value name for `name`: borrowed when it already is one.
@@ -40,14 +41,40 @@ pub fn value_names(f: &Func) -> Vec<String> {
     unique_names(f).into_iter().map(Cow::into_owned).collect()
 }
 
+/// FxHash (rustc's): names are hashed once or twice per value printed,
+/// where SipHash was a visible part of printing a 1M-op function.
+#[derive(Default, Clone, Copy)]
+struct FxHasher(u64);
+
+impl std::hash::Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        const K: u64 = 0xf135_7aea_2e62_a9c5;
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let w = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+            self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(K);
+        }
+        for &b in chunks.remainder() {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
+        }
+    }
+    fn write_u8(&mut self, b: u8) {
+        self.write(&[b]);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type Fx = BuildHasherDefault<FxHasher>;
+
 fn unique_names(f: &Func) -> Vec<Cow<'_, str>> {
-    let mut used: HashSet<Cow<'_, str>> = HashSet::with_capacity(f.values.len());
-    let mut next: HashMap<String, usize> = HashMap::new();
+    let mut used: HashSet<Cow<'_, str>, Fx> = HashSet::with_capacity_and_hasher(f.values.len(), Fx::default());
+    let mut next: HashMap<String, usize, Fx> = HashMap::default();
     let mut names = Vec::with_capacity(f.values.len());
     for v in &f.values {
         let base = sanitize(&v.name);
-        if !used.contains(&base) {
-            used.insert(base.clone());
+        if used.insert(base.clone()) {
             names.push(base);
             continue;
         }
@@ -133,7 +160,7 @@ pub fn print_func(f: &Func, out: &mut String) {
             out.push_str(&names[o.index()]);
         }
         out.push(')');
-        out.push_str(&format_dict(&op.attrs));
+        write_dict(out, &op.attrs);
         out.push_str(" : (");
         for (i, o) in op.operands.iter().enumerate() {
             if i > 0 {

@@ -298,11 +298,23 @@ impl<'f> Facts<'f> {
     /// result and the value it overwrites.
     fn overlap_sweep(&mut self) {
         let f = self.f;
-        let mut ends: Vec<Vec<ValueId>> = vec![Vec::new(); f.body.len() + 1];
-        for (v, d) in self.kdef.iter().enumerate() {
-            if let Some(d) = *d {
-                let e = self.klast[v].unwrap_or(self.span[d].1).max(self.span[d].1);
-                ends[e].push(ValueId(v as u32));
+        // The values whose last step is t, in value order: ends[at[t]..at[t + 1]].
+        let last_step = |v: usize| self.kdef[v].map(|d| self.klast[v].unwrap_or(self.span[d].1).max(self.span[d].1));
+        let mut at = vec![0usize; f.body.len() + 2];
+        for v in 0..self.kdef.len() {
+            if let Some(e) = last_step(v) {
+                at[e + 1] += 1;
+            }
+        }
+        for t in 1..at.len() {
+            at[t] += at[t - 1];
+        }
+        let mut ends = vec![ValueId(0); at[at.len() - 1]];
+        let mut fill = at.clone();
+        for v in 0..self.kdef.len() {
+            if let Some(e) = last_step(v) {
+                ends[fill[e]] = ValueId(v as u32);
+                fill[e] += 1;
             }
         }
         let mut active: BTreeMap<u64, (u64, ValueId)> = BTreeMap::new(); // offset -> (end, value)
@@ -321,7 +333,7 @@ impl<'f> Facts<'f> {
         for i in order {
             let op = &f.body[i];
             while t < self.span[i].0 {
-                for &v in &ends[t] {
+                for &v in &ends[at[t]..at[t + 1]] {
                     remove(&mut active, v);
                 }
                 t += 1;

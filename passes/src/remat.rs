@@ -53,7 +53,8 @@ pub mod plan;
 use crate::manager::{OptionError, Pass, PassOptions, Statistics};
 use ckopt_ir::{Diag, Diags, Func, Module};
 use chain::{Chain, build_chain};
-use emit::{Emitted, Strategy, apply};
+use emit::{Draft, Emitted, Strategy};
+use std::rc::Rc;
 use plan::{Plan, greedy_cuts, log_plan, mirror_keep, optimal_candidates, sqrt_cuts};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -165,9 +166,16 @@ pub fn human_bytes(b: u64) -> String {
     format!("{b} B")
 }
 
-/// One measured plan. `em == None` is "no remat": the function as given.
+/// One measured plan. `em` and `draft` both `None` is "no remat": the
+/// function as given.
 struct Candidate {
+    /// The rewritten function, when it had to be built to be measured
+    /// (a fused function, measured fused).
     em: Option<Emitted>,
+    /// The rewrite, measured unbuilt ([`Draft`]), and the function it
+    /// rewrites when that is not the given one (the wavefront schedule):
+    /// only the plan picked is built.
+    draft: Option<(Option<Rc<Func>>, Draft)>,
     peak: u64,
     rflops: u64,
     label: String,
@@ -175,6 +183,13 @@ struct Candidate {
     device: Option<u64>,
     /// `em` was freed by [`prune`]: the plan can never be chosen.
     pruned: bool,
+}
+
+impl Candidate {
+    /// Whether the plan rewrites the function (not "no remat" as given).
+    fn rewrites(&self) -> bool {
+        self.em.is_some() || self.draft.is_some()
+    }
 }
 
 /// Frees the rewritten functions of the candidates [`pick`] can never
@@ -191,23 +206,35 @@ fn prune(cands: &mut [Candidate], opts: &RematOptions) {
     }
     let key = |i: usize, c: &Candidate| (c.rflops, c.peak, i);
     for j in 0..cands.len() {
-        if cands[j].em.is_none() {
+        if !cands[j].rewrites() {
             continue;
         }
         let b = &cands[j];
         let dominated = cands.iter().enumerate().any(|(i, a)| i != j && a.peak <= b.peak && a.rflops <= b.rflops && key(i, a) < key(j, b));
         if dominated {
             cands[j].em = None;
+            cands[j].draft = None;
             cands[j].pruned = true;
         }
     }
 }
 
-fn eval(f: &Func, ch: &Chain, strat: &Strategy, label: String) -> Candidate {
-    let em = apply(f, ch, strat);
-    let peak = em.temp_peak();
-    let rflops = em.recompute_flops();
-    Candidate { em: Some(em), peak, rflops, label, device: None, pruned: false }
+/// Measures the plan `strat` over chain `ch` of `f`; `owner` holds `f`
+/// when it is not the function remat was given (the wavefront schedule).
+fn eval(f: &Func, owner: Option<&Rc<Func>>, ch: &Chain, strat: &Strategy, label: String) -> Candidate {
+    let d = emit::draft(f, ch, strat);
+    if d.fused {
+        let em = d.build(f);
+        let (peak, rflops) = (em.temp_peak(), em.recompute_flops());
+        return Candidate { em: Some(em), draft: None, peak, rflops, label, device: None, pruned: false };
+    }
+    let peak = d.temp_peak(f);
+    let rflops = d.recompute_flops(f);
+    if cfg!(debug_assertions) {
+        let em = d.build(f);
+        assert_eq!((em.temp_peak(), em.recompute_flops()), (peak, rflops), "remat: plan {label} measured unbuilt and built");
+    }
+    Candidate { em: None, draft: Some((owner.cloned(), d)), peak, rflops, label, device: None, pruned: false }
 }
 
 /// device_bytes of `f` (docs/memory.md): its arguments plus the arena memplan
@@ -288,27 +315,27 @@ pub fn greedy_thresholds(ch: &Chain) -> Vec<u64> {
 /// thresholds of their own), so that every `greedy search=false
 /// threshold=T` plan the memory curve shows is among the search's
 /// candidates. Thresholds that give the same cuts are measured once.
-fn mode_candidates(f: &Func, ch: &Chain, opts: &RematOptions, temp_budget: Option<u64>, plain_thresholds: &[u64], out: &mut Vec<Candidate>) {
+fn mode_candidates(f: &Func, owner: Option<&Rc<Func>>, ch: &Chain, opts: &RematOptions, temp_budget: Option<u64>, plain_thresholds: &[u64], out: &mut Vec<Candidate>) {
     match opts.mode {
         Mode::None => {}
         Mode::Sqrt => {
             let cuts = sqrt_cuts(ch);
-            out.push(eval(f, ch, &Strategy::Chain(Plan::segments(&cuts)), format!("sqrt({} segments)", cuts.len() + 1)));
+            out.push(eval(f, owner, ch, &Strategy::Chain(Plan::segments(&cuts)), format!("sqrt({} segments)", cuts.len() + 1)));
         }
         Mode::Log => {
             let p = log_plan(ch, opts.k.max(1), 1);
-            out.push(eval(f, ch, &Strategy::Chain(p), format!("log(k={})", opts.k.max(1))));
+            out.push(eval(f, owner, ch, &Strategy::Chain(p), format!("log(k={})", opts.k.max(1))));
         }
         Mode::Greedy => {
             if opts.search {
-                out.push(eval(f, ch, &Strategy::Keep(mirror_keep(f, ch)), "mirror".into()));
+                out.push(eval(f, owner, ch, &Strategy::Keep(mirror_keep(f, ch)), "mirror".into()));
                 let mut seen: Vec<Vec<usize>> = Vec::new();
                 for b in greedy_thresholds(ch).into_iter().chain(plain_thresholds.iter().copied()) {
                     let (cuts, _, _) = greedy_cuts(ch, b);
                     if seen.contains(&cuts) {
                         continue;
                     }
-                    out.push(eval(f, ch, &Strategy::Chain(Plan::segments(&cuts)), format!("greedy(B={})", mib(b))));
+                    out.push(eval(f, owner, ch, &Strategy::Chain(Plan::segments(&cuts)), format!("greedy(B={})", mib(b))));
                     prune(out, opts);
                     seen.push(cuts);
                 }
@@ -317,14 +344,14 @@ fn mode_candidates(f: &Func, ch: &Chain, opts: &RematOptions, temp_budget: Optio
                 let (_, x, y) = greedy_cuts(ch, 0);
                 let b = opts.threshold.or(opts.budget).unwrap_or(((x as f64) * (y as f64)).sqrt() as u64);
                 let (cuts, _, _) = greedy_cuts(ch, b);
-                out.push(eval(f, ch, &Strategy::Chain(Plan::segments(&cuts)), format!("greedy(B={})", mib(b))));
+                out.push(eval(f, owner, ch, &Strategy::Chain(Plan::segments(&cuts)), format!("greedy(B={})", mib(b))));
             }
         }
         Mode::Optimal => {
-            out.push(eval(f, ch, &Strategy::Keep(mirror_keep(f, ch)), "mirror".into()));
+            out.push(eval(f, owner, ch, &Strategy::Keep(mirror_keep(f, ch)), "mirror".into()));
             if let Some(b) = temp_budget {
                 optimal_candidates(f, ch, b, &mut |c, p, label| {
-                    let c = eval(f, c, &Strategy::Chain(p), label);
+                    let c = eval(f, owner, c, &Strategy::Chain(p), label);
                     let peak = c.peak;
                     out.push(c);
                     peak
@@ -338,15 +365,25 @@ fn mode_candidates(f: &Func, ch: &Chain, opts: &RematOptions, temp_budget: Optio
 /// Plans found on the graph itself ([`dag`]), measured and added.
 fn push_found(f: &Func, ch: &Chain, found: Vec<dag::Found>, out: &mut Vec<Candidate>) {
     for x in found {
-        out.push(eval(f, ch, &x.strategy, x.label));
+        out.push(eval(f, None, ch, &x.strategy, x.label));
     }
 }
 
 /// [`mode_candidates`] over another chain (or schedule) of the function,
 /// their labels prefixed with which one.
-fn labelled_candidates(f: &Func, ch: &Chain, opts: &RematOptions, temp_budget: Option<u64>, plain_thresholds: &[u64], prefix: &str, out: &mut Vec<Candidate>) {
+#[allow(clippy::too_many_arguments)]
+fn labelled_candidates(
+    f: &Func,
+    owner: Option<&Rc<Func>>,
+    ch: &Chain,
+    opts: &RematOptions,
+    temp_budget: Option<u64>,
+    plain_thresholds: &[u64],
+    prefix: &str,
+    out: &mut Vec<Candidate>,
+) {
     let n = out.len();
-    mode_candidates(f, ch, opts, temp_budget, plain_thresholds, out);
+    mode_candidates(f, owner, ch, opts, temp_budget, plain_thresholds, out);
     for c in &mut out[n..] {
         c.label = format!("{prefix} {}", c.label);
     }
@@ -377,9 +414,10 @@ fn smallest_candidates(f: &Func, ch: &Chain, opts: &RematOptions, out: &mut Vec<
 
 fn measure_device(f: &Func, fused: bool, cands: &mut [Candidate], align: u64) -> Result<(), Diag> {
     for c in cands.iter_mut().filter(|c| c.device.is_none()) {
-        c.device = Some(match &c.em {
-            Some(e) => device_bytes(&e.measured(), align)?,
-            None => device_bytes(&emit::measured(f, fused), align)?,
+        c.device = Some(match (&c.em, &c.draft) {
+            (Some(e), _) => device_bytes(&e.measured(), align)?,
+            (None, Some((owner, d))) => device_bytes(&d.build(owner.as_deref().unwrap_or(f)).measured(), align)?,
+            (None, None) => device_bytes(&emit::measured(f, fused), align)?,
         });
     }
     Ok(())
@@ -529,9 +567,9 @@ fn check_device_floor(f: &Func, opts: &RematOptions, args: u64) -> Result<(), Di
 fn no_remat(f: &Func, ch: &Chain, before: u64) -> Candidate {
     let has_mirror = (0..f.values.len()).any(|v| ch.mirror[v] && ch.needed[v]);
     if has_mirror {
-        eval(f, ch, &Strategy::Chain(Plan::Store), "none".into())
+        eval(f, None, ch, &Strategy::Chain(Plan::Store), "none".into())
     } else {
-        Candidate { em: None, peak: before, rflops: 0, label: "none".into(), device: None, pruned: false }
+        Candidate { em: None, draft: None, peak: before, rflops: 0, label: "none".into(), device: None, pruned: false }
     }
 }
 
@@ -559,21 +597,22 @@ fn aim_temp_budget(f: &Func, fused: bool, opts: &RematOptions, before: u64, cand
 /// position crosses many values), and over the forward in wavefront order
 /// when that differs from the given one.
 fn all_candidates(f: &Func, ch: &Chain, opts: &RematOptions, temp_budget: Option<u64>, cands: &mut Vec<Candidate>) {
-    mode_candidates(f, ch, opts, temp_budget, &[], cands);
+    mode_candidates(f, None, ch, opts, temp_budget, &[], cands);
     prune(cands, opts);
     let plain = if opts.mode == Mode::Greedy && opts.search { greedy_thresholds(ch) } else { Vec::new() };
     let mut fine = chain::build_chain_with(f, chain::CutRule::AllFree);
     fine.fused = ch.fused;
     if fine.len() > ch.len() {
-        labelled_candidates(f, &fine, opts, temp_budget, &plain, "fine", cands);
+        labelled_candidates(f, None, &fine, opts, temp_budget, &plain, "fine", cands);
         prune(cands, opts);
     }
     drop(fine);
     if let Some(g) = chain::wavefront(f) {
+        let g = Rc::new(g);
         let mut wch = build_chain(&g);
         wch.fused = ch.fused;
         if wch.has_backward && !wch.is_empty() {
-            labelled_candidates(&g, &wch, opts, temp_budget, &plain, "wavefront", cands);
+            labelled_candidates(&g, Some(&g), &wch, opts, temp_budget, &plain, "wavefront", cands);
             prune(cands, opts);
         }
     }
@@ -595,7 +634,7 @@ fn reaim_optimal(f: &Func, ch: &Chain, opts: &RematOptions, limits: &Limits, mut
         temp_budget = Some(tb);
         let n = cands.len();
         optimal_candidates(f, ch, tb, &mut |c, p, label| {
-            let c = eval(f, c, &Strategy::Chain(p), label);
+            let c = eval(f, None, c, &Strategy::Chain(p), label);
             let peak = c.peak;
             cands.push(c);
             peak
@@ -617,7 +656,12 @@ fn adopt(f: &mut Func, c: Candidate, stages: usize, before: u64, tried: usize) -
         device_bytes: c.device,
         ..RematOutcome::default()
     };
-    if let Some(em) = c.em {
+    let em = match (c.em, c.draft) {
+        (Some(em), _) => Some(em),
+        (None, Some((owner, d))) => Some(d.build(owner.as_deref().unwrap_or(f))),
+        (None, None) => None,
+    };
+    if let Some(em) = em {
         out.recompute_flops = c.rflops;
         out.recomputed_ops = em.clones;
         out.on_demand = em.on_demand;

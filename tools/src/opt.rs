@@ -37,6 +37,9 @@ pub struct OptConfig {
     pub memory_timeline: bool,
     /// Measure the memory/recompute curve of every gradient function after the pipeline.
     pub memory_curve: bool,
+    /// Free each module once printed (default). `ckopt-opt` exits right
+    /// after and skips it: freeing a 1M-op module is millions of `free`s.
+    pub free_modules: bool,
 }
 
 impl Default for OptConfig {
@@ -52,6 +55,7 @@ impl Default for OptConfig {
             memory_report: false,
             memory_timeline: false,
             memory_curve: false,
+            free_modules: true,
         }
     }
 }
@@ -128,6 +132,9 @@ pub fn run_opt(cfg: &OptConfig, src: &Source) -> Result<OptOutput, OptionError> 
                 }
                 if cfg.memory_curve {
                     out.curves.extend(ckopt_passes::remat::curve::module_curves(&module));
+                }
+                if !cfg.free_modules {
+                    std::mem::forget(module);
                 }
                 Diags::new()
             }

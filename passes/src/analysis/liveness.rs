@@ -25,7 +25,9 @@
 //! in-place legality is judged on them.
 //! Complexity: O(ops + values).
 
-use ckopt_ir::{Func, ValueId};
+use ckopt_ir::fusion::{Fusion, inplace_source_of};
+use ckopt_ir::ops::ATTR_INPLACE;
+use ckopt_ir::{Func, OpKind, Param, TensorType, ValueId};
 
 /// One buffer: a root value and the in-place values that share it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -56,24 +58,98 @@ pub struct Liveness {
     pub intervals: Vec<Interval>,
 }
 
+/// What liveness (and remat's in-place check) reads of a function: its ops
+/// (operands, result, kind, `ck.inplace` mark), value types and parameters.
+/// Implemented by `Func` and by remat's rewrites before they are built
+/// (`remat::emit::Draft`), so a candidate plan is measured by this same code
+/// without building its function.
+pub trait Body {
+    fn num_values(&self) -> usize;
+    fn num_ops(&self) -> usize;
+    fn operands(&self, i: usize) -> &[ValueId];
+    fn result(&self, i: usize) -> Option<ValueId>;
+    fn kind(&self, i: usize) -> OpKind;
+    /// The `ck.inplace` mark of op `i`.
+    fn inplace(&self, i: usize) -> Option<i64>;
+    fn ty(&self, v: ValueId) -> &TensorType;
+    fn params(&self) -> &[Param];
+    /// The operands of the last op when it is `ck.return`.
+    fn returned(&self) -> &[ValueId] {
+        match self.num_ops().checked_sub(1) {
+            Some(i) if self.kind(i) == OpKind::Return => self.operands(i),
+            _ => &[],
+        }
+    }
+}
+
+impl Body for Func {
+    fn num_values(&self) -> usize {
+        self.values.len()
+    }
+    fn num_ops(&self) -> usize {
+        self.body.len()
+    }
+    fn operands(&self, i: usize) -> &[ValueId] {
+        &self.body[i].operands
+    }
+    fn result(&self, i: usize) -> Option<ValueId> {
+        self.body[i].result
+    }
+    fn kind(&self, i: usize) -> OpKind {
+        self.body[i].kind
+    }
+    fn inplace(&self, i: usize) -> Option<i64> {
+        self.body[i].int_attr(ATTR_INPLACE)
+    }
+    fn ty(&self, v: ValueId) -> &TensorType {
+        Func::ty(self, v)
+    }
+    fn params(&self) -> &[Param] {
+        &self.params
+    }
+    fn returned(&self) -> &[ValueId] {
+        Func::returned(self)
+    }
+}
+
 pub fn liveness(f: &Func) -> Liveness {
-    let n = f.values.len();
-    let def = f.def_table();
+    liveness_of(f, &ckopt_ir::fusion::analyze(f))
+}
+
+/// [`liveness`] of any [`Body`], with its fusion groups given.
+pub fn liveness_of<B: Body + ?Sized>(f: &B, fusion: &Fusion) -> Liveness {
+    let n = f.num_values();
+    let mut def: Vec<Option<usize>> = vec![None; n];
     let mut last_use: Vec<Option<usize>> = vec![None; n];
-    for (i, op) in f.body.iter().enumerate() {
-        for &o in &op.operands {
+    for i in 0..f.num_ops() {
+        if let Some(r) = f.result(i) {
+            def[r.index()] = Some(i);
+        }
+        for &o in f.operands(i) {
             last_use[o.index()] = Some(i);
         }
     }
-    let buffer = ckopt_ir::fusion::buffer_roots(f);
-    let is_arg = ckopt_ir::fusion::arg_mask(f);
-    let fusion = ckopt_ir::fusion::analyze(f);
+    let mut is_arg = vec![false; n];
+    for p in f.params() {
+        if let Some(x) = is_arg.get_mut(p.value.index()) {
+            *x = true;
+        }
+    }
+    // The buffer each value lives in (`ckopt_ir::fusion::buffer_roots`).
+    let mut buffer: Vec<ValueId> = (0..n as u32).map(ValueId).collect();
+    let size = |v: ValueId| f.ty(v).byte_size();
+    for i in 0..f.num_ops() {
+        let r = f.result(i);
+        if let (Some(r), Some(src)) = (r, inplace_source_of(f.inplace(i), f.operands(i), r, &size, &is_arg, f.params())) {
+            buffer[r.index()] = buffer[src.index()];
+        }
+    }
     // Kernel-level times: a fusion group is one step that reads its inputs
     // at its last op and writes its outputs at its first op.
     let mut kernel_last: Vec<Option<usize>> = vec![None; n];
-    for (i, op) in f.body.iter().enumerate() {
+    for i in 0..f.num_ops() {
         let e = fusion.span(i).1;
-        for &o in &op.operands {
+        for &o in f.operands(i) {
             kernel_last[o.index()] = Some(kernel_last[o.index()].map_or(e, |x: usize| x.max(e)));
         }
     }
@@ -86,8 +162,8 @@ pub fn liveness(f: &Func) -> Liveness {
     };
     let mut slot: Vec<Option<usize>> = vec![None; n];
     let mut intervals: Vec<Interval> = Vec::new();
-    for op in &f.body {
-        let Some(r) = op.result else { continue };
+    for i in 0..f.num_ops() {
+        let Some(r) = f.result(i) else { continue };
         let Some(d) = def[r.index()] else { continue };
         let root = buffer[r.index()];
         // Internal values of a fusion group are never stored; values in a
@@ -128,7 +204,12 @@ pub fn liveness(f: &Func) -> Liveness {
 /// temporary into a result still reads the temporary there), and not at all
 /// when its first value is a result.
 pub fn live_bytes_timeline(f: &Func, live: &Liveness, include_results: bool) -> Vec<u64> {
-    let len = f.body.len();
+    live_bytes_timeline_of(f, live, include_results)
+}
+
+/// [`live_bytes_timeline`] of any [`Body`].
+pub fn live_bytes_timeline_of<B: Body + ?Sized>(f: &B, live: &Liveness, include_results: bool) -> Vec<u64> {
+    let len = f.num_ops();
     let mut delta = vec![0i128; len + 1];
     for iv in &live.intervals {
         let end = match iv.result_from {
@@ -157,7 +238,12 @@ pub fn live_bytes_timeline(f: &Func, live: &Liveness, include_results: bool) -> 
 
 /// Maximum live bytes over the schedule.
 pub fn peak(f: &Func, live: &Liveness, include_results: bool) -> u64 {
-    live_bytes_timeline(f, live, include_results).into_iter().max().unwrap_or(0)
+    peak_of(f, live, include_results)
+}
+
+/// [`peak`] of any [`Body`].
+pub fn peak_of<B: Body + ?Sized>(f: &B, live: &Liveness, include_results: bool) -> u64 {
+    live_bytes_timeline_of(f, live, include_results).into_iter().max().unwrap_or(0)
 }
 
 #[cfg(test)]

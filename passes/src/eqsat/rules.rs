@@ -11,12 +11,12 @@
 //! exact (bit-for-bit) except where the list says otherwise.
 //!
 //! Each rule is a custom egg searcher/applier pair over one function
-//! `fn(&CkGraph, &CkNode) -> Option<Rhs>`: given an e-node of the matched
+//! `fn(&dyn Classes, &CkNode) -> Option<Rhs>`: given an e-node of the matched
 //! e-class it returns the equivalent e-node (or e-class) to union with it.
 //! Matching on e-classes of children looks at every e-node they hold, in
 //! place or not. Complexity per iteration: O(e-nodes) per rule.
 
-use super::{CkGraph, CkNode, Head, TypeOf};
+use super::{CkGraph, CkNode, Classes, Head, TypeOf};
 use crate::identities::Identity;
 use ckopt_ir::{Attr, Attrs, OpKind};
 use egg::{Applier, Id, PatternAst, Rewrite, SearchMatches, Searcher, Subst, Symbol, Var};
@@ -29,7 +29,10 @@ pub enum Rhs {
     Node(CkNode),
 }
 
-type RuleFn = fn(&CkGraph, &CkNode) -> Option<Rhs>;
+/// A rule reads the e-graph through [`Classes`]: egg's during saturation,
+/// or the e-graph as translated (`super::Flat`), where `simplify_func`
+/// checks that no algebraic rule fires before it builds egg's at all.
+type RuleFn = fn(&dyn Classes, &CkNode) -> Option<Rhs>;
 
 /// A rule: searches e-classes with an e-node for which `f` fires, and
 /// unions each such e-node's right-hand side into its e-class.
@@ -41,7 +44,7 @@ impl Searcher<CkNode, TypeOf> for FnRule {
         if limit == 0 {
             return None;
         }
-        eg[eclass].nodes.iter().any(|n| (self.0)(eg, n).is_some()).then(|| SearchMatches {
+        eg[eclass].nodes.iter().any(|n| (self.0)(eg as &dyn Classes, n).is_some()).then(|| SearchMatches {
             eclass,
             substs: vec![Subst::default()],
             ast: None,
@@ -64,7 +67,7 @@ impl Applier<CkNode, TypeOf> for FnRule {
         let nodes = eg[eclass].nodes.clone();
         let mut changed = Vec::new();
         for n in &nodes {
-            let Some(rhs) = (self.0)(eg, n) else { continue };
+            let Some(rhs) = (self.0)(&*eg, n) else { continue };
             let id = match rhs {
                 Rhs::Class(id) => id,
                 Rhs::Node(node) => eg.add(node),
@@ -93,15 +96,15 @@ fn unreachable_rule(name: &str, e: &str) -> ! {
 }
 
 /// Whether class `c` holds a `fill` of exactly `value` (any shape).
-fn is_fill(eg: &CkGraph, c: Id, value: f32) -> bool {
-    eg[c].nodes.iter().any(|n| {
+fn is_fill(eg: &dyn Classes, c: Id, value: f32) -> bool {
+    eg.nodes(c).iter().any(|n| {
         n.op().is_some_and(|(k, a)| k == OpKind::Fill && a.get("value").and_then(Attr::as_f32).is_some_and(|v| v == value && v.is_sign_negative() == value.is_sign_negative()))
     })
 }
 
 /// The e-nodes of class `c` that are ops of kind `k`, in place or not.
-fn ops_of(eg: &CkGraph, c: Id, k: OpKind) -> impl Iterator<Item = &CkNode> {
-    eg[c].nodes.iter().filter(move |n| n.op().is_some_and(|(kk, _)| kk == k))
+fn ops_of(eg: &dyn Classes, c: Id, k: OpKind) -> impl Iterator<Item = &CkNode> {
+    eg.nodes(c).iter().filter(move |n| n.op().is_some_and(|(kk, _)| kk == k))
 }
 
 fn kind_of(n: &CkNode) -> Option<OpKind> {
@@ -212,7 +215,7 @@ fn rule_fns() -> Vec<(Identity, RuleFn)> {
             })
         }),
         entry(Identity::ReshapeIdentity, |eg, n| {
-            (kind_of(n) == Some(OpKind::Reshape) && eg[n.children[0]].data == n.ty).then(|| Rhs::Class(n.children[0]))
+            (kind_of(n) == Some(OpKind::Reshape) && *eg.ty(n.children[0]) == n.ty).then(|| Rhs::Class(n.children[0]))
         }),
         entry(Identity::ReshapeReshape, |eg, n| {
             (kind_of(n) == Some(OpKind::Reshape)).then_some(())?;
@@ -304,11 +307,18 @@ pub fn inplace_forms_of(node: &CkNode) -> impl Iterator<Item = usize> + '_ {
 /// The rules `simplify_func` saturates with: the algebraic ones (the
 /// in-place forms are added at extraction, see [`inplace_forms_of`]).
 pub fn algebraic_rules() -> Vec<Rewrite<CkNode, TypeOf>> {
-    rule_fns()
-        .into_iter()
-        .filter(|(id, _)| id.info().family == crate::identities::Family::Algebraic)
-        .map(|(id, f)| rule(id.name(), f))
-        .collect()
+    algebraic_fns().into_iter().map(|(id, f)| rule(id.name(), f)).collect()
+}
+
+fn algebraic_fns() -> Vec<(Identity, RuleFn)> {
+    rule_fns().into_iter().filter(|(id, _)| id.info().family == crate::identities::Family::Algebraic).collect()
+}
+
+/// Whether an algebraic rule fires on some e-node of `eg` (the search of
+/// one saturation iteration, without applying anything).
+pub fn any_algebraic_match(eg: &dyn Classes, nodes: &[CkNode]) -> bool {
+    let fns = algebraic_fns();
+    nodes.iter().any(|n| fns.iter().any(|(_, f)| f(eg, n).is_some()))
 }
 
 /// The in-place form over operand `n` of an op e-node whose kind passes `ok`.

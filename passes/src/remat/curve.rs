@@ -117,7 +117,7 @@ pub fn memory_curve(f: &Func) -> Option<Curve> {
     // point is then the plan that keeps everything else, reproduced by a
     // budgeted run at its peak (the least recompute within that budget).
     let none_cand = super::no_remat(&plain, &ch, peak(f, &liveness(f), false));
-    let none_text = if none_cand.em.is_some() {
+    let none_text = if none_cand.rewrites() {
         format!("remat{{mode=greedy budget={}}}", super::round_size(none_cand.peak).0)
     } else {
         "remat{mode=none}".to_string()

@@ -22,10 +22,10 @@
 //!
 //! Complexity: exhaustive 2·2^m rewrites (m <= 8); descent at most
 //! [`TRIES`] rewrites per step, at most [`DESCENT_EVALS`] rewrites; each rewrite is
-//! O(ops) ([`apply`] plus liveness).
+//! O(ops) ([`draft`] plus liveness).
 
 use super::chain::Chain;
-use super::emit::{Strategy, apply};
+use super::emit::{Draft, Strategy, draft};
 use ckopt_ir::{Func, ValueId};
 
 /// Most candidate values [`exhaustive`] enumerates (2·256 rewrites).
@@ -97,8 +97,7 @@ fn strategy(nv: usize, cand: &[ValueId], kept: &[bool], shared: bool) -> Strateg
 
 /// (temp peak, recompute flops) of a strategy.
 pub fn measure(f: &Func, ch: &Chain, s: &Strategy) -> (u64, u64) {
-    let em = apply(f, ch, s);
-    (em.temp_peak(), em.recompute_flops())
+    super::emit::measure(f, ch, s)
 }
 
 fn label(kept: &[bool], shared: bool) -> String {
@@ -168,10 +167,8 @@ fn static_score(f: &Func, ch: &Chain, v: ValueId) -> f64 {
 
 /// The candidates (indices into `cand`) kept and live at the temp peak of
 /// the rewritten function: the only drops that can lower it.
-fn live_at_peak(em: &super::emit::Emitted, cand: &[ValueId], kept: &[bool]) -> Vec<usize> {
-    let g = em.measured();
-    let live = crate::analysis::liveness(&g);
-    let tl = crate::analysis::live_bytes_timeline(&g, &live, false);
+fn live_at_peak(f: &Func, d: &Draft, cand: &[ValueId], kept: &[bool]) -> Vec<usize> {
+    let (live, tl) = d.live_bytes(f);
     let peak = tl.iter().copied().max().unwrap_or(0);
     let at: Vec<usize> = (0..tl.len()).filter(|&i| tl[i] == peak).collect();
     (0..cand.len())
@@ -201,17 +198,17 @@ pub fn descent(f: &Func, ch: &Chain, budget: Option<u64>) -> Vec<Found> {
     let (m, nv) = (cand.len(), f.values.len());
     let shared = true;
     let mut kept = vec![true; m];
-    let mut em = apply(f, ch, &strategy(nv, &cand, &kept, shared));
-    let (mut peak, mut rflops) = (em.temp_peak(), em.recompute_flops());
+    let mut em = draft(f, ch, &strategy(nv, &cand, &kept, shared));
+    let (mut peak, mut rflops) = (em.temp_peak(f), em.recompute_flops(f));
     let mut evals = 1usize;
     let mut path = vec![Found { strategy: strategy(nv, &cand, &kept, shared), label: label(&kept, shared), peak, rflops }];
     // Drop phase.
     while budget.is_none_or(|b| peak > b) && evals < DESCENT_EVALS {
-        let mut best: Option<(usize, u64, u64, super::emit::Emitted)> = None;
+        let mut best: Option<(usize, u64, u64, Draft)> = None;
         let mut best_score = 0f64;
         // The drops worth measuring: the values live at the peak with the
         // most bytes per flop of their own op ([`TRIES`] of them).
-        let mut tries = live_at_peak(&em, &cand, &kept);
+        let mut tries = live_at_peak(f, &em, &cand, &kept);
         tries.sort_by(|&a, &b| static_score(f, ch, cand[b]).total_cmp(&static_score(f, ch, cand[a])).then(a.cmp(&b)));
         tries.truncate(TRIES);
         for i in tries {
@@ -219,8 +216,8 @@ pub fn descent(f: &Func, ch: &Chain, budget: Option<u64>) -> Vec<Found> {
                 break;
             }
             kept[i] = false;
-            let e = apply(f, ch, &strategy(nv, &cand, &kept, shared));
-            let (p, r) = (e.temp_peak(), e.recompute_flops());
+            let e = draft(f, ch, &strategy(nv, &cand, &kept, shared));
+            let (p, r) = (e.temp_peak(f), e.recompute_flops(f));
             evals += 1;
             kept[i] = true;
             if p >= peak {

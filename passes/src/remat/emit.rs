@@ -26,9 +26,11 @@
 
 use super::chain::Chain;
 use super::plan::Plan;
+use crate::analysis::liveness::{Body, liveness_of};
 use crate::analysis::{liveness, op_flops, peak};
+use ckopt_ir::fusion::Fusion;
 use ckopt_ir::{
-    Attr, Func, Op, ValueData, ValueId,
+    Attr, Func, Op, OpKind, Param, TensorType, ValueData, ValueId,
     ops::{ATTR_CHECKPOINT, ATTR_INPLACE, ATTR_MIRROR, ATTR_OFFSET, ATTR_RECOMPUTE},
 };
 
@@ -180,6 +182,11 @@ impl<'a> Emitter<'a> {
 
 /// Rewrites `f` according to `strat`.
 pub fn apply(f: &Func, ch: &Chain, strat: &Strategy) -> Emitted {
+    draft(f, ch, strat).build(f)
+}
+
+/// The rewrite of `f` according to `strat`, not built yet ([`Draft`]).
+pub fn draft(f: &Func, ch: &Chain, strat: &Strategy) -> Draft {
     let nv = f.values.len();
     let mut em = Emitter { ch, keep: ch.forced.clone(), actions: Vec::new() };
     match strat {
@@ -211,23 +218,25 @@ pub fn apply(f: &Func, ch: &Chain, strat: &Strategy) -> Emitted {
     }
     actions.sort_by_key(|a| a.0); // stable; already sorted
     let src = f;
-    let mut out = with_body(f, Vec::with_capacity(f.body.len() * 2));
+    let mut out = Draft { ops: Vec::with_capacity(f.body.len() + f.body.len() / 2), operands: Vec::new(), new_values: Vec::new(), nv, clones: 0, on_demand: 0, fused: ch.fused };
     let mut env: Vec<Option<ValueId>> = (0..nv).map(|v| if keep[v] { Some(ValueId(v as u32)) } else { None }).collect();
     let mut b = Builder { src, ch, out: &mut out, env: &mut env, local: vec![None; nv], mark: vec![false; nv], clones: 0, share_all };
     let mut on_demand = 0usize;
     let mut ai = 0usize;
+    let mut operands: Vec<ValueId> = Vec::new();
     for (i, op) in src.body.iter().enumerate() {
         while ai < actions.len() && actions[ai].0 <= i {
             b.block(&actions[ai].1);
             ai += 1;
         }
         if ch.is_fwd[i] {
-            b.out.body.push(op.clone());
+            b.out.push(i, false, &op.operands, op.result);
             continue;
         }
-        let mut new_op = op.clone();
-        for k in 0..new_op.operands.len() {
-            let v = new_op.operands[k];
+        operands.clear();
+        operands.extend_from_slice(&op.operands);
+        for k in 0..operands.len() {
+            let v = operands[k];
             if !ch.fwd_val[v.index()] {
                 continue;
             }
@@ -236,15 +245,177 @@ pub fn apply(f: &Func, ch: &Chain, strat: &Strategy) -> Emitted {
                 on_demand += 1;
             }
             if let Some(c) = b.env[v.index()] {
-                new_op.operands[k] = c;
+                operands[k] = c;
             }
         }
-        b.out.body.push(new_op);
+        b.out.push(i, false, &operands, op.result);
     }
-    let clones = b.clones;
-    let (stripped, added) = fix_inplace(&mut out);
-    Emitted { func: out, clones, on_demand, inplace_stripped: stripped, inplace_added: added, fused: ch.fused }
+    out.clones = b.clones;
+    out.on_demand = on_demand;
+    out
 }
+
+/// One op of a [`Draft`]: a copy of op `src` of the source function (a
+/// `ck.recompute` clone when `clone`), with its operands at
+/// `Draft::operands[at..at + len]` and its result.
+#[derive(Clone, Copy, Debug)]
+struct DraftOp {
+    src: u32,
+    clone: bool,
+    at: u32,
+    len: u32,
+    result: Option<ValueId>,
+}
+
+/// A rewritten body before it is built: which source op each op copies,
+/// with which operands and result, and the values the clones define. A
+/// candidate plan is measured on it ([`Draft::temp_peak`]) by the same
+/// liveness code as a built function, without building one: remat builds
+/// only the plan it picks ([`Draft::build`]).
+#[derive(Clone, Debug)]
+pub struct Draft {
+    ops: Vec<DraftOp>,
+    operands: Vec<ValueId>,
+    /// The source value each value the rewrite creates recomputes (ids from `nv` on).
+    new_values: Vec<ValueId>,
+    /// Values of the source function.
+    nv: usize,
+    pub clones: usize,
+    pub on_demand: usize,
+    /// Measure it fused ([`Chain::fused`]).
+    pub fused: bool,
+}
+
+impl Draft {
+    fn push(&mut self, src: usize, clone: bool, operands: &[ValueId], result: Option<ValueId>) {
+        let at = self.operands.len() as u32;
+        self.operands.extend_from_slice(operands);
+        self.ops.push(DraftOp { src: src as u32, clone, at, len: operands.len() as u32, result });
+    }
+
+    /// A new value recomputing source value `r`.
+    fn new_value(&mut self, r: ValueId) -> ValueId {
+        let v = ValueId((self.nv + self.new_values.len()) as u32);
+        self.new_values.push(r);
+        v
+    }
+
+    /// Builds the rewritten function of `f` (the function the draft was
+    /// made from): the clones' values and ops, then [`fix_inplace`].
+    pub fn build(&self, f: &Func) -> Emitted {
+        let mut out = with_body(f, Vec::with_capacity(self.ops.len()));
+        out.values.reserve(self.new_values.len());
+        for &r in &self.new_values {
+            let data = &f.values[r.index()];
+            out.values.push(ValueData { name: format!("{}_rc", data.name), ty: data.ty.clone() });
+        }
+        for d in &self.ops {
+            let op = &f.body[d.src as usize];
+            let operands = &self.operands[d.at as usize..(d.at + d.len) as usize];
+            if d.clone {
+                let mut attrs = op.attrs.clone();
+                attrs.remove(ATTR_MIRROR);
+                attrs.remove(ATTR_CHECKPOINT);
+                attrs.remove(ATTR_OFFSET);
+                attrs.insert(ATTR_RECOMPUTE.to_string(), Attr::Unit);
+                out.body.push(Op { kind: op.kind, operands: operands.to_vec(), result: d.result, attrs, loc: op.loc.clone() });
+            } else {
+                let mut o = op.clone();
+                if o.operands != operands {
+                    o.operands.copy_from_slice(operands);
+                }
+                out.body.push(o);
+            }
+        }
+        let (stripped, added) = fix_inplace(&mut out);
+        Emitted { func: out, clones: self.clones, on_demand: self.on_demand, inplace_stripped: stripped, inplace_added: added, fused: self.fused }
+    }
+
+    /// temp_peak_bytes of the rewritten function ([`Emitted::temp_peak`]),
+    /// measured on the draft when the function runs unfused.
+    pub fn temp_peak(&self, f: &Func) -> u64 {
+        self.live_bytes(f).1.into_iter().max().unwrap_or(0)
+    }
+
+    /// Liveness and temp live bytes per op of the rewritten function (as
+    /// measured: fused again when it runs fused), on the draft itself when
+    /// nothing in it is fused (remat plans a fused function unfused and
+    /// measures its plans fused again: built).
+    pub fn live_bytes(&self, f: &Func) -> (crate::analysis::Liveness, Vec<u64>) {
+        if self.fused || f.body.iter().any(|o| o.has_attr(ckopt_ir::ops::ATTR_FUSION)) {
+            let em = self.build(f);
+            let g = em.measured();
+            let live = liveness(&g);
+            let tl = crate::analysis::live_bytes_timeline(&g, &live, false);
+            return (live, tl);
+        }
+        let view = DraftBody { f, d: self, marks: None };
+        let (marks, _, _) = fixed_marks(&view, |i| self.ops[i].clone || f.body[self.ops[i].src as usize].has_attr(ATTR_RECOMPUTE));
+        let view = DraftBody { f, d: self, marks: Some(&marks) };
+        let live = liveness_of(&view, &Fusion::default());
+        let tl = crate::analysis::liveness::live_bytes_timeline_of(&view, &live, false);
+        (live, tl)
+    }
+
+    /// Flops of the ops marked `ck.recompute` ([`Emitted::recompute_flops`]).
+    pub fn recompute_flops(&self, f: &Func) -> u64 {
+        // A clone reads and defines values of the same types as its source
+        // op, with the same attributes that count: its flops are the source's.
+        self.ops
+            .iter()
+            .filter(|d| d.clone || f.body[d.src as usize].has_attr(ATTR_RECOMPUTE))
+            .map(|d| op_flops(f, &f.body[d.src as usize]))
+            .fold(0u64, u64::saturating_add)
+    }
+}
+
+/// (temp peak, recompute flops) of the plan `strat`, measured without
+/// building the rewritten function when it runs unfused.
+pub fn measure(f: &Func, ch: &Chain, strat: &Strategy) -> (u64, u64) {
+    let d = draft(f, ch, strat);
+    (d.temp_peak(f), d.recompute_flops(f))
+}
+
+/// A [`Draft`] seen as a [`Body`] (with the in-place marks `fix_inplace`
+/// would leave, when given).
+struct DraftBody<'a> {
+    f: &'a Func,
+    d: &'a Draft,
+    marks: Option<&'a [Option<i64>]>,
+}
+
+impl Body for DraftBody<'_> {
+    fn num_values(&self) -> usize {
+        self.d.nv + self.d.new_values.len()
+    }
+    fn num_ops(&self) -> usize {
+        self.d.ops.len()
+    }
+    fn operands(&self, i: usize) -> &[ValueId] {
+        let d = self.d.ops[i];
+        &self.d.operands[d.at as usize..(d.at + d.len) as usize]
+    }
+    fn result(&self, i: usize) -> Option<ValueId> {
+        self.d.ops[i].result
+    }
+    fn kind(&self, i: usize) -> OpKind {
+        self.f.body[self.d.ops[i].src as usize].kind
+    }
+    fn inplace(&self, i: usize) -> Option<i64> {
+        match self.marks {
+            Some(m) => m[i],
+            None => self.f.body[self.d.ops[i].src as usize].int_attr(ATTR_INPLACE),
+        }
+    }
+    fn ty(&self, v: ValueId) -> &TensorType {
+        let v = if v.index() < self.d.nv { v } else { self.d.new_values[v.index() - self.d.nv] };
+        self.f.ty(v)
+    }
+    fn params(&self) -> &[Param] {
+        &self.f.params
+    }
+}
+
 
 /// `f` with another body (everything else cloned; the body never is).
 pub fn with_body(f: &Func, body: Vec<Op>) -> Func {
@@ -262,7 +433,7 @@ pub fn with_body(f: &Func, body: Vec<Op>) -> Func {
 struct Builder<'a> {
     src: &'a Func,
     ch: &'a Chain,
-    out: &'a mut Func,
+    out: &'a mut Draft,
     env: &'a mut Vec<Option<ValueId>>,
     local: Vec<Option<ValueId>>,
     mark: Vec<bool>,
@@ -297,23 +468,14 @@ impl Builder<'_> {
             }
         }
         list.sort_unstable();
+        let mut operands: Vec<ValueId> = Vec::new();
         for d in list {
             let op = &self.src.body[d];
             let Some(r) = op.result else { continue };
-            let operands: Vec<ValueId> = op
-                .operands
-                .iter()
-                .map(|&u| self.local[u.index()].or(self.env[u.index()]).unwrap_or(u))
-                .collect();
-            let mut attrs = op.attrs.clone();
-            attrs.remove(ATTR_MIRROR);
-            attrs.remove(ATTR_CHECKPOINT);
-            attrs.remove(ATTR_OFFSET);
-            attrs.insert(ATTR_RECOMPUTE.to_string(), Attr::Unit);
-            let data = &self.src.values[r.index()];
-            let nr = ValueId(self.out.values.len() as u32);
-            self.out.values.push(ValueData { name: format!("{}_rc", data.name), ty: data.ty.clone() });
-            self.out.body.push(Op { kind: op.kind, operands, result: Some(nr), attrs, loc: op.loc.clone() });
+            operands.clear();
+            operands.extend(op.operands.iter().map(|&u| self.local[u.index()].or(self.env[u.index()]).unwrap_or(u)));
+            let nr = self.out.new_value(r);
+            self.out.push(d, true, &operands, Some(nr));
             self.local[r.index()] = Some(nr);
             self.clones += 1;
         }
@@ -355,28 +517,31 @@ impl Builder<'_> {
     }
 }
 
-/// Whether an op may write its result into operand `n` given the last use of
-/// every value in the final schedule (op index `i`): the rule of
+/// Whether op `i` may write its result into operand `n` given the last use
+/// of every value in the final schedule: the rule of
 /// `inplace::operand_is_overwritable` (capable kind, op-defined or donated
 /// operand of the result's size, read by nothing later, not returned).
-fn inplace_ok(f: &Func, op: &Op, i: usize, n: usize, def: &[Option<usize>], last_use: &[usize], returned: &[bool]) -> bool {
-    let (Some(r), Some(&v)) = (op.result, op.operands.get(n)) else { return false };
-    let donated = || f.params.iter().any(|p| p.value == v && p.attrs.contains_key(ckopt_ir::ops::ATTR_DONATE));
-    crate::inplace::inplace_capable(op.kind)
+fn inplace_ok<B: Body + ?Sized>(f: &B, i: usize, n: usize, def: &[Option<usize>], last_use: &[usize], returned: &[bool]) -> bool {
+    let (Some(r), Some(&v)) = (f.result(i), f.operands(i).get(n)) else { return false };
+    let donated = || f.params().iter().any(|p| p.value == v && p.attrs.contains_key(ckopt_ir::ops::ATTR_DONATE));
+    crate::inplace::inplace_capable(f.kind(i))
         && def[v.index()].map_or_else(donated, |d| d < i)
         && f.ty(v).bytes() == f.ty(r).bytes()
         && last_use[v.index()] == i
         && !returned[v.index()]
 }
 
-/// Drops illegal `ck.inplace` marks and marks elementwise recompute clones in
-/// place where legal. Returns (stripped, added).
-pub fn fix_inplace(f: &mut Func) -> (usize, usize) {
-    let nv = f.values.len();
-    let def = f.def_table();
+/// The `ck.inplace` mark of every op after [`fix_inplace`], with how many
+/// marks it drops and adds; `recompute(i)`: op `i` is a `ck.recompute` clone.
+fn fixed_marks<B: Body + ?Sized>(f: &B, recompute: impl Fn(usize) -> bool) -> (Vec<Option<i64>>, usize, usize) {
+    let nv = f.num_values();
+    let mut def: Vec<Option<usize>> = vec![None; nv];
     let mut last_use = vec![usize::MAX; nv];
-    for (i, op) in f.body.iter().enumerate() {
-        for &o in &op.operands {
+    for i in 0..f.num_ops() {
+        if let Some(r) = f.result(i) {
+            def[r.index()] = Some(i);
+        }
+        for &o in f.operands(i) {
             last_use[o.index()] = i;
         }
     }
@@ -387,27 +552,47 @@ pub fn fix_inplace(f: &mut Func) -> (usize, usize) {
     let mut stripped = 0;
     let mut added = 0;
     let mut claimed = vec![false; nv];
-    for i in 0..f.body.len() {
-        let op = &f.body[i];
-        if let Some(n) = op.int_attr(ATTR_INPLACE) {
+    let mut marks = Vec::with_capacity(f.num_ops());
+    for i in 0..f.num_ops() {
+        let mut mark = f.inplace(i);
+        if let Some(n) = mark {
             let ok = usize::try_from(n).ok().is_some_and(|n| {
-                inplace_ok(f, op, i, n, &def, &last_use, &returned) && !claimed[op.operands[n].index()]
+                inplace_ok(f, i, n, &def, &last_use, &returned) && !claimed[f.operands(i)[n].index()]
             });
             if ok {
-                claimed[op.operands[n as usize].index()] = true;
+                claimed[f.operands(i)[n as usize].index()] = true;
             } else {
-                f.body[i].attrs.remove(ATTR_INPLACE);
+                mark = None;
                 stripped += 1;
             }
-        } else if op.has_attr(ATTR_RECOMPUTE) && crate::inplace::inplace_capable(op.kind) {
-            let pick = (0..op.operands.len()).find(|&n| {
-                inplace_ok(f, op, i, n, &def, &last_use, &returned) && !claimed[op.operands[n].index()]
+        } else if recompute(i) && crate::inplace::inplace_capable(f.kind(i)) {
+            let pick = (0..f.operands(i).len()).find(|&n| {
+                inplace_ok(f, i, n, &def, &last_use, &returned) && !claimed[f.operands(i)[n].index()]
             });
             if let Some(n) = pick {
-                claimed[op.operands[n].index()] = true;
-                f.body[i].attrs.insert(ATTR_INPLACE.to_string(), Attr::Int(n as i64));
+                claimed[f.operands(i)[n].index()] = true;
+                mark = Some(n as i64);
                 added += 1;
             }
+        }
+        marks.push(mark);
+    }
+    (marks, stripped, added)
+}
+
+/// Drops illegal `ck.inplace` marks and marks elementwise recompute clones in
+/// place where legal. Returns (stripped, added).
+pub fn fix_inplace(f: &mut Func) -> (usize, usize) {
+    let (marks, stripped, added) = fixed_marks(&*f, |i| f.body[i].has_attr(ATTR_RECOMPUTE));
+    for (op, mark) in f.body.iter_mut().zip(marks) {
+        match (op.int_attr(ATTR_INPLACE), mark) {
+            (Some(_), None) => {
+                op.attrs.remove(ATTR_INPLACE);
+            }
+            (None, Some(n)) => {
+                op.attrs.insert(ATTR_INPLACE.to_string(), Attr::Int(n));
+            }
+            _ => {}
         }
     }
     (stripped, added)

@@ -39,7 +39,7 @@
 
 use super::chain::Chain;
 use super::dag::{Found, candidates};
-use super::emit::{Strategy, apply};
+use super::emit::{Strategy, measure};
 use crate::analysis::{live_bytes_timeline, liveness, op_flops};
 use ckopt_ir::{Func, ValueId};
 use std::time::Instant;
@@ -378,8 +378,8 @@ fn measure_both(f: &Func, ch: &Chain, cand: &[ValueId], kept: &[bool]) -> Vec<(S
         .into_iter()
         .map(|shared| {
             let s = keep_strategy(nv, cand, kept, shared);
-            let em = apply(f, ch, &s);
-            (s, em.temp_peak(), em.recompute_flops())
+            let (peak, rflops) = measure(f, ch, &s);
+            (s, peak, rflops)
         })
         .collect()
 }

@@ -7,6 +7,7 @@
 //! ops). Interpreter-based bit-identity tests live in `tests/remat.rs`.
 
 use super::*;
+use super::emit::apply;
 use crate::analysis::{memory_report, op_phases, Phase};
 use ckopt_ir::{Attr, Attrs, Loc, OpKind, TensorType, ValueId, attrs, verify_module};
 use std::collections::hash_map::DefaultHasher;

@@ -138,6 +138,8 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
         memory_report: cli.memory_report.is_some(),
         memory_timeline: cli.memory_timeline.is_some(),
         memory_curve: cli.memory_curve.is_some(),
+        // The process ends right after: leave the modules to the OS.
+        free_modules: false,
     };
     // Reject a bad pipeline before touching the input.
     ckopt_passes::manager::parse_pipeline(&cfg.pipeline).map_err(|e| anyhow::anyhow!("{e}"))?;
