@@ -14,7 +14,7 @@
 //! The arithmetic is the interpreter's, op for op (`ckopt_interp::eval`),
 //! from the one definition shared with the per-element emitter
 //! (`crate::emit::elementwise`): the same f32 operations in the same order,
-//! libm for exp/log/tanh, an exact division for rsqrt and sigmoid,
+//! `ckopt_ir::math` for exp/tanh/erf/sigmoid, libm for log, an exact division for rsqrt,
 //! SplitMix64 for dropout (`ckopt_ir::random`), so elementwise results are
 //! bit-identical to the interpreter and do not depend on the lane count or
 //! on which kernel an op was fused into. Values are memoized per (value,
