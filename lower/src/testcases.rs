@@ -245,6 +245,13 @@ pub fn mixed_op_cases() -> Vec<Func> {
     case("cross_entropy_grad", &[ty(&[6, 5], F32), ty(&[6], I32), ty(&[], F32)], &|f, a| {
         f.push(OpKind::CrossEntropyGrad, &[a[0], a[1], a[2]], Attrs::new(), None, "y", u()).unwrap()
     });
+    // Rows wider than the cpu's 16-lane exps: two vectors and a scalar tail of 5.
+    for (nm, dt) in [("cross_entropy_wide", F32), ("cross_entropy_wide_bf16", BF16)] {
+        case(nm, &[ty(&[4, 37], dt), ty(&[4], I64)], &|f, a| f.push(OpKind::CrossEntropy, &[a[0], a[1]], Attrs::new(), None, "y", u()).unwrap());
+    }
+    case("cross_entropy_grad_wide", &[ty(&[4, 37], F32), ty(&[4], I64), ty(&[], F32)], &|f, a| {
+        f.push(OpKind::CrossEntropyGrad, &[a[0], a[1], a[2]], Attrs::new(), None, "y", u()).unwrap()
+    });
     // A causal mask built from iotas, used by a select inside one loop (fuse's groups keep it unstored).
     case("causal_mask_select", &[ty(&[2, 9, 9], F32)], &|f, a| {
         let i = f.push(OpKind::Iota, &[], attrs([("dim", Attr::Int(1))]), Some(ty(&[2, 9, 9], I64)), "i", u()).unwrap();

@@ -13,7 +13,8 @@
 //! - `cross_entropy`: rows in increasing order, `m` = max from -inf
 //!   (`maxnumf`, as `f32::max`), `s` = sum of `exp(x - m)` from -0.0,
 //!   `(m + ln s) - x[label]` summed from -0.0 over kept rows, divided by the
-//!   kept count.
+//!   kept count. On the cpu the exps of a row are computed 16 lanes at a
+//!   time and added to `s` lane by lane, in the same order.
 //!
 //! Out-of-range indices: the runtime checks every stored index operand
 //! before the kernel runs and reports the interpreter's error (op, index,
@@ -30,8 +31,8 @@
 //! index position): `gather_grad` O(result + P·K·(1 + Q matched)) per call
 //! instead of O(result · K), `take_along_grad` O(result + indices).
 
-use super::elementwise::MathEm;
-use super::{Ctx, Em, Mem, reg_elem};
+use super::elementwise::{Lanes, MathEm};
+use super::{Ctx, Em, Mem, from_mem, lanes_of, mem_elem, reg_elem};
 use ckopt_ir::mixed::ignore_index;
 use ckopt_ir::{DType, Diag, Func, Op, OpKind};
 
@@ -148,7 +149,7 @@ pub(super) fn take_along_grad(em: &mut Em, c: &Ctx) -> Result<String, Diag> {
 }
 
 /// Row `n` of the logits: `(m, s)` = (max from -inf, sum of exp(x - m) from -0.0).
-fn row_stats(em: &mut Em, x: &Mem, n: &str, cols: u64) -> (String, String) {
+fn row_stats(em: &mut Em, x: &Mem, n: &str, cols: u64) -> Result<(String, String), Diag> {
     let base = em.imul_c(n, cols);
     let ninf = em.cf(f32::NEG_INFINITY);
     let m = em.for_iter(cols, &[(ninf, "f32")], &mut |em, j, acc| {
@@ -157,16 +158,72 @@ fn row_stats(em: &mut Em, x: &Mem, n: &str, cols: u64) -> (String, String) {
         vec![em.fbin("maxnumf", &acc[0], &v)]
     })[0]
         .clone();
+    // The sum of exp(x - m) in increasing column order from -0.0. On the cpu
+    // the exps are computed EXP_LANES at a time (each lane the same f32
+    // operations as a scalar exp, `ckopt_ir::math`) and added to the one
+    // scalar sum lane by lane, so the order, and the bits, are the scalar
+    // loop's; then the columns left over one at a time.
+    let w = if em.nvptx { 1 } else { EXP_LANES };
+    let nv = if w > 1 { cols / w as u64 * w as u64 } else { 0 };
     let nz = em.cf(-0.0);
-    let s = em.for_iter(cols, &[(nz, "f32")], &mut |em, j, acc| {
+    let mut s = nz;
+    if nv > 0 {
+        let (c0, cv, cw) = (em.ci(0), em.ci(nv), em.ci(w as u64));
+        let vt = lanes_of(w, "f32");
+        let mv = em.op(&format!("vector.broadcast {m} : f32 to {vt}"));
+        let init = [(s.clone(), "f32")];
+        s = super::for_loop(em, &c0, &cv, &cw, "index", &init, &mut |em, j, acc| {
+            let at = em.iadd(&base, j);
+            let raw = em.op(&format!("vector.load {}[{at}] : {}, {}", x.name, x.ty(), lanes_of(w, mem_elem(x.dt))));
+            let v = from_mem(em, &raw, x.dt, w);
+            let d = em.op(&format!("arith.subf {v}, {mv} : {vt}"));
+            let e = ckopt_ir::math::exp(&mut MathEm(&mut Vector { em, w }), &d);
+            let mut a = acc[0].clone();
+            for l in 0..w {
+                let el = em.op(&format!("vector.extract {e}[{l}] : f32 from {vt}"));
+                a = em.fbin("addf", &a, &el);
+            }
+            Ok(vec![a])
+        })?[0]
+            .clone();
+    }
+    let (cv, cn, c1) = (em.ci(nv), em.ci(cols), em.ci(1));
+    let init = [(s.clone(), "f32")];
+    let s = super::for_loop(em, &cv, &cn, &c1, "index", &init, &mut |em, j, acc| {
         let at = em.iadd(&base, j);
         let v = em.load(x, &at);
         let d = em.fbin("subf", &v, &m);
         let e = ckopt_ir::math::exp(&mut MathEm(em), &d);
-        vec![em.fbin("addf", &acc[0], &e)]
-    })[0]
+        Ok(vec![em.fbin("addf", &acc[0], &e)])
+    })?[0]
         .clone();
-    (m, s)
+    Ok((m, s))
+}
+
+/// Lanes of the vectorized exps in `row_stats` (one AVX-512 register).
+const EXP_LANES: usize = 16;
+
+/// `w`-lane vector values for `ckopt_ir::math` (`MathEm`) in a scalar emitter.
+struct Vector<'a> {
+    em: &'a mut Em,
+    w: usize,
+}
+
+impl Lanes for Vector<'_> {
+    fn em(&mut self) -> &mut Em {
+        self.em
+    }
+    fn lanes(&self) -> usize {
+        self.w
+    }
+    fn cf(&mut self, v: f32) -> String {
+        let t = lanes_of(self.w, "f32");
+        self.em.op(&format!("arith.constant dense<{}> : {t}", ckopt_ir::attr::format_f32(v)))
+    }
+    fn ci64(&mut self, v: u64) -> String {
+        let t = lanes_of(self.w, "i64");
+        self.em.op(&format!("arith.constant dense<{}> : {t}", v as i64))
+    }
 }
 
 /// Label `n` as i64 and whether it is kept (`!= ignore_index`).
@@ -196,10 +253,11 @@ pub(super) fn cross_entropy(em: &mut Em, c: &Ctx) -> Result<String, Diag> {
     let ign = ignore_index(&c.op.attrs);
     let (x, labels) = (c.ins[0].clone(), c.ins[1].clone());
     let nz = em.cf(-0.0);
-    let total = em.for_iter(rows, &[(nz, "f32")], &mut |em, n, acc| {
+    let (c0, cr, c1) = (em.ci(0), em.ci(rows), em.ci(1));
+    let total = super::for_loop(em, &c0, &cr, &c1, "index", &[(nz, "f32")], &mut |em, n, acc| {
         let (l, kept) = label(em, &labels, n, ign);
         let li = clamp_index(em, &l, cols);
-        let (m, s) = row_stats(em, &x, n, cols);
+        let (m, s) = row_stats(em, &x, n, cols)?;
         let ls = em.op(&format!("math.log {s} : f32"));
         let lse = em.fbin("addf", &m, &ls);
         let base = em.imul_c(n, cols);
@@ -207,8 +265,8 @@ pub(super) fn cross_entropy(em: &mut Em, c: &Ctx) -> Result<String, Diag> {
         let xl = em.load(&x, &at);
         let loss = em.fbin("subf", &lse, &xl);
         let sum = em.fbin("addf", &acc[0], &loss);
-        vec![em.op(&format!("arith.select {kept}, {sum}, {} : f32", acc[0]))]
-    })[0]
+        Ok(vec![em.op(&format!("arith.select {kept}, {sum}, {} : f32", acc[0]))])
+    })?[0]
         .clone();
     let count = kept_count(em, &labels, rows, ign);
     Ok(em.fbin("divf", &total, &count))
@@ -388,7 +446,7 @@ pub fn rows(em: &mut Em, f: &Func, op: &Op, ins: &[Mem], out: &Mem, lo: &str, hi
     let one = em.ci(1);
     super::for_loop(em, lo, hi, &one, "index", &[], &mut |em, n, _| {
         let (l, kept) = label(em, labels, n, ign);
-        let (m, s) = row_stats(em, x, n, cols);
+        let (m, s) = row_stats(em, x, n, cols)?;
         let base = em.imul_c(n, cols);
         let z = em.cf(0.0);
         let onef = em.cf(1.0);
