@@ -1,8 +1,12 @@
 """Shared models and helpers of the ckopt.torch tests (torch on the CPU)."""
 
+import copy
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+import ckopt.torch as ct
 
 torch.set_num_threads(1)
 
@@ -60,6 +64,24 @@ def rel(a, b):
 
 def grads(model):
     return {n: p.grad.detach().clone() for n, p in model.named_parameters()}
+
+
+def step(fn, model):
+    """One training step of `fn` (a loss of `model`): the loss and the
+    parameters' gradients."""
+    model.zero_grad(set_to_none=True)
+    loss = fn()
+    loss.backward()
+    return loss.detach(), grads(model)
+
+
+def opts_for(mode, model, batch):
+    """optimal needs a byte budget: the middle of the model's memory curve
+    (in the caller's autocast state)."""
+    if mode != "optimal":
+        return {}
+    pts = ct.compile(copy.deepcopy(model), batch, mode="none").memory_curve()["points"]
+    return {"budget": pts[len(pts) // 2]["peak_bytes"]}
 
 
 class Block(nn.Module):

@@ -28,7 +28,7 @@ import torch.nn.functional as F
 
 import ckopt
 import ckopt.torch as ct
-from conftest import GPT, MLP, gpt_batch, mlp_batch, rel
+from conftest import GPT, MLP, gpt_batch, grads, mlp_batch, opts_for, rel, step
 from test_table import CASES, Case
 
 MODES = ["none", "sqrt", "greedy", "log", "optimal"]
@@ -39,10 +39,6 @@ EXECUTORS = ["aten", "ckopt"]
 # gradients are bf16 tensors, summed in bf16); f16 models (3 more bits).
 TOL = 2e-2
 TOL_MODEL = {torch.bfloat16: 4e-2, torch.float16: 1e-2}
-
-
-def grads(model):
-    return {n: p.grad.detach().clone() for n, p in model.named_parameters()}
 
 
 def low(batch, dtype):
@@ -69,22 +65,6 @@ MODELS = {
     "mlp": (lambda: SmoothMLP(width=32, depth=4), lambda s: mlp_batch(s, n=16)),
     "gpt": (lambda: GPT(vocab=32, d=32, heads=2, layers=2, seq=8), lambda s: gpt_batch(s, n=4)),
 }
-
-
-def opts_for(mode, model, batch):
-    """optimal needs a byte budget: the middle of the model's memory curve
-    (in the autocast state of the caller)."""
-    if mode != "optimal":
-        return {}
-    pts = ct.compile(copy.deepcopy(model), batch, mode="none").memory_curve()["points"]
-    return {"budget": pts[len(pts) // 2]["peak_bytes"]}
-
-
-def step(fn, model):
-    model.zero_grad(set_to_none=True)
-    loss = fn()
-    loss.backward()
-    return loss.detach(), grads(model)
 
 
 def assert_close(got, want, exact32=None, tol=TOL):

@@ -9,25 +9,14 @@ import torch
 
 import ckopt
 import ckopt.torch as ct
-from conftest import CNN, GPT, MLP, cnn_batch, gpt_batch, grads, mlp_batch, rel
+from conftest import CNN, GPT, MLP, cnn_batch, gpt_batch, grads, mlp_batch, opts_for, rel, step
 
 MODES = ["none", "sqrt", "greedy", "log", "optimal"]
 EXECUTORS = ["aten", "ckopt"]
 
 
-def opts_for(mode, model, batch):
-    """optimal needs a byte budget: the middle of the model's memory curve."""
-    if mode != "optimal":
-        return {}
-    pts = ct.compile(copy.deepcopy(model), batch, mode="none").memory_curve()["points"]
-    return {"budget": pts[len(pts) // 2]["peak_bytes"]}
-
-
 def eager_step(model, batch):
-    model.zero_grad(set_to_none=True)
-    loss = model(*batch)
-    loss.backward()
-    return loss.detach(), grads(model)
+    return step(lambda: model(*batch), model)
 
 
 MODELS = {"mlp": (MLP, mlp_batch), "cnn": (CNN, cnn_batch), "gpt": (GPT, gpt_batch)}
